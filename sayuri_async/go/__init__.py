@@ -1,0 +1,1 @@
+"""Go rules: board core (compiled), coordinates, game with history, scoring, SGF."""

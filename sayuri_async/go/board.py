@@ -1,0 +1,395 @@
+"""The Go board core: rules over one flat record, compiled with numba.
+
+Vocabulary
+----------
+point     index into the padded board: ``p = (y + 1) * W + (x + 1)`` with
+          ``W = N + 2``. Row ``y = 0`` is GTP row 1 (the bottom), column
+          ``x = 0`` is GTP column A. Points outside the board hold BORDER.
+action    index in ``0 .. N*N``: ``a = y * N + x``, and ``a = N*N`` is pass.
+          Networks, policies and training data speak in actions.
+PASS      the point value used for a pass (-1).
+record    one board: a numpy record of dtype ``BOARD_DTYPE`` (fixed size for
+          every board size up to MAX_N, so one compiled function serves all).
+          Python code holds it as an array of shape ``(1,)``; compiled code
+          takes ``rec = arr[0]``.
+group     a string of connected stones: ``parent[p]`` is its head, ``nxt``
+          links its stones in a circle, ``libs[head]`` and ``size[head]`` are
+          exact liberty and stone counts, updated incrementally (no flood fill
+          per move).
+hash      Zobrist hash of the stones alone (positional, for superko);
+          ``hist_hash`` keeps the last HISTORY positions' hashes.
+hist      ring of the last HISTORY colour arrays (for the network's history
+          planes): ``hist[(hist_pos - k) % HISTORY]`` is the position k plies
+          ago, valid for ``k <= move_num``.
+
+Everything in this module is a plain function over records so that search and
+feature encoding can call it from compiled code. ``go/game.py`` wraps it in a
+Python class with history, undo and superko.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+EMPTY, BLACK, WHITE, BORDER = 0, 1, 2, 3
+PASS = -1
+NO_KO = 0  # point 0 is a border point, never a ko
+MIN_N, MAX_N = 2, 25
+MAX_W = MAX_N + 2
+MAX_P = MAX_W * MAX_W
+HISTORY = 8
+
+BOARD_DTYPE = np.dtype(
+    [
+        ("color", np.int8, (MAX_P,)),
+        ("parent", np.int16, (MAX_P,)),
+        ("nxt", np.int16, (MAX_P,)),
+        ("libs", np.int16, (MAX_P,)),
+        ("size", np.int16, (MAX_P,)),
+        ("hist", np.int8, (HISTORY, MAX_P)),
+        ("hist_hash", np.uint64, (HISTORY,)),
+        ("hash", np.uint64),
+        ("komi", np.float32),
+        ("n", np.int32),
+        ("w", np.int32),
+        ("ko", np.int32),
+        ("to_move", np.int32),
+        ("passes", np.int32),
+        ("move_num", np.int32),
+        ("last_move", np.int32),
+        ("hist_pos", np.int32),
+        ("captures", np.int32, (3,)),
+    ],
+    align=True,
+)
+
+
+def _make_zobrist() -> np.ndarray:
+    rng = np.random.Generator(np.random.PCG64(0x5A_1E_C0DE))
+    z = rng.integers(1, np.iinfo(np.uint64).max, size=(4, MAX_P), dtype=np.uint64)
+    z[EMPTY, :] = 0
+    z[BORDER, :] = 0
+    return z
+
+
+ZOBRIST = _make_zobrist()  # [color, point]; constant, baked into compiled code
+# Mixed into hashes that also depend on the side to move (NN cache keys).
+ZOBRIST_TO_MOVE = np.uint64(0x9E3779B97F4A7C15)
+
+
+# --------------------------------------------------------------------------
+# set-up
+
+
+@njit(cache=True)
+def rec_init(rec, n: int, komi: float) -> None:
+    """Clear ``rec`` to an empty ``n x n`` board, black to move."""
+    w = n + 2
+    rec.color[:] = BORDER
+    rec.parent[:] = 0
+    rec.nxt[:] = 0
+    rec.libs[:] = 0
+    rec.size[:] = 0
+    for y in range(n):
+        for x in range(n):
+            rec.color[(y + 1) * w + x + 1] = EMPTY
+    for k in range(HISTORY):
+        for p in range(MAX_P):
+            rec.hist[k, p] = 0
+        rec.hist_hash[k] = 0
+    rec.hash = 0
+    rec.komi = komi
+    rec.n = n
+    rec.w = w
+    rec.ko = NO_KO
+    rec.to_move = BLACK
+    rec.passes = 0
+    rec.move_num = 0
+    rec.last_move = PASS
+    rec.hist_pos = 0
+    for c in range(3):
+        rec.captures[c] = 0
+    for p in range(w * w):
+        rec.hist[0, p] = rec.color[p]
+
+
+def new_board(n: int, komi: float = 7.5) -> np.ndarray:
+    """A fresh board record array of shape (1,)."""
+    if not MIN_N <= n <= MAX_N:
+        raise ValueError(f"board size {n} is outside {MIN_N}..{MAX_N}")
+    arr = np.zeros(1, dtype=BOARD_DTYPE)
+    rec_init(arr[0], n, komi)
+    return arr
+
+
+# --------------------------------------------------------------------------
+# coordinates
+
+
+@njit(cache=True)
+def action_to_point(n: int, a: int) -> int:
+    if a == n * n:
+        return PASS
+    return (a // n + 1) * (n + 2) + a % n + 1
+
+
+@njit(cache=True)
+def point_to_action(n: int, p: int) -> int:
+    if p == PASS:
+        return n * n
+    w = n + 2
+    return (p // w - 1) * n + (p % w - 1)
+
+
+# --------------------------------------------------------------------------
+# rules
+
+
+@njit(cache=True)
+def is_simple_legal(rec, p: int) -> bool:
+    """Legal under simple ko and no-suicide (superko is checked by callers)."""
+    if p == PASS:
+        return True
+    if p <= 0 or p >= rec.w * rec.w or rec.color[p] != EMPTY or p == rec.ko:
+        return False
+    c = rec.to_move
+    o = 3 - c
+    w = np.int64(rec.w)
+    for d in range(4):
+        q = p + (-1, 1, -w, w)[d]
+        cq = rec.color[q]
+        if cq == EMPTY:
+            return True
+        if cq == c:
+            if rec.libs[rec.parent[q]] > 1:
+                return True
+        elif cq == o:
+            if rec.libs[rec.parent[q]] == 1:
+                return True
+    return False
+
+
+@njit(cache=True)
+def hash_after(rec, p: int) -> np.uint64:
+    """Positional hash after the side to move plays legal point ``p``."""
+    if p == PASS:
+        return rec.hash
+    c = rec.to_move
+    o = 3 - c
+    w = np.int64(rec.w)
+    h = rec.hash ^ ZOBRIST[c, p]
+    seen0 = -1
+    seen1 = -1
+    seen2 = -1
+    for d in range(4):
+        q = p + (-1, 1, -w, w)[d]
+        if rec.color[q] != o:
+            continue
+        g = rec.parent[q]
+        if rec.libs[g] != 1 or g == seen0 or g == seen1 or g == seen2:
+            continue
+        if seen0 < 0:
+            seen0 = g
+        elif seen1 < 0:
+            seen1 = g
+        else:
+            seen2 = g
+        s = g
+        while True:
+            h ^= ZOBRIST[o, s]
+            s = rec.nxt[s]
+            if s == g:
+                break
+    return h
+
+
+@njit(cache=True)
+def _remove_group(rec, g: int) -> int:
+    """Remove the group headed by ``g``; returns the stones removed."""
+    w = np.int64(rec.w)
+    o = rec.color[g]
+    c = 3 - o
+    removed = 0
+    s = g
+    while True:
+        rec.color[s] = EMPTY
+        rec.hash ^= ZOBRIST[o, s]
+        removed += 1
+        # s becomes a liberty of each distinct adjacent group of colour c
+        h0 = -1
+        h1 = -1
+        h2 = -1
+        for d in range(4):
+            q = s + (-1, 1, -w, w)[d]
+            if rec.color[q] == c:
+                h = rec.parent[q]
+                if h != h0 and h != h1 and h != h2:
+                    rec.libs[h] += 1
+                    if h0 < 0:
+                        h0 = h
+                    elif h1 < 0:
+                        h1 = h
+                    else:
+                        h2 = h
+        s = rec.nxt[s]
+        if s == g:
+            break
+    return removed
+
+
+@njit(cache=True)
+def _merge(rec, big: int, small: int) -> None:
+    """Merge group ``small`` into group ``big`` (both heads, same colour)."""
+    w = np.int64(rec.w)
+    s = small
+    while True:
+        for d in range(4):
+            e = s + (-1, 1, -w, w)[d]
+            if rec.color[e] == EMPTY:
+                shared = False
+                for d2 in range(4):
+                    k = e + (-1, 1, -w, w)[d2]
+                    if rec.color[k] != EMPTY and rec.color[k] != BORDER and rec.parent[k] == big:
+                        shared = True
+                        break
+                if not shared:
+                    rec.libs[big] += 1
+        rec.parent[s] = big
+        s = rec.nxt[s]
+        if s == small:
+            break
+    # splice the two circular lists
+    tmp = rec.nxt[big]
+    rec.nxt[big] = rec.nxt[small]
+    rec.nxt[small] = tmp
+    rec.size[big] += rec.size[small]
+
+
+@njit(cache=True)
+def _push_history(rec) -> None:
+    rec.hist_pos = (rec.hist_pos + 1) % HISTORY
+    k = rec.hist_pos
+    for p in range(rec.w * rec.w):
+        rec.hist[k, p] = rec.color[p]
+    rec.hist_hash[k] = rec.hash
+
+
+@njit(cache=True)
+def play(rec, p: int) -> int:
+    """Play point ``p`` (or PASS) for the side to move; returns stones captured.
+
+    The caller guarantees ``is_simple_legal(rec, p)``.
+    """
+    c = rec.to_move
+    o = 3 - c
+    rec.move_num += 1
+    rec.last_move = p
+    rec.to_move = o
+    if p == PASS:
+        rec.passes += 1
+        rec.ko = NO_KO
+        _push_history(rec)
+        return 0
+    rec.passes = 0
+    w = np.int64(rec.w)
+    rec.color[p] = c
+    rec.parent[p] = p
+    rec.nxt[p] = p
+    rec.size[p] = 1
+    rec.hash ^= ZOBRIST[c, p]
+    libs = 0
+    h0 = -1
+    h1 = -1
+    h2 = -1
+    for d in range(4):
+        q = p + (-1, 1, -w, w)[d]
+        cq = rec.color[q]
+        if cq == EMPTY:
+            libs += 1
+        elif cq == c or cq == o:
+            g = rec.parent[q]
+            if g != h0 and g != h1 and g != h2:
+                rec.libs[g] -= 1
+                if h0 < 0:
+                    h0 = g
+                elif h1 < 0:
+                    h1 = g
+                else:
+                    h2 = g
+    rec.libs[p] = libs
+    captured = 0
+    cap_point = NO_KO
+    for d in range(4):
+        q = p + (-1, 1, -w, w)[d]
+        if rec.color[q] == o and rec.libs[rec.parent[q]] == 0:
+            captured += _remove_group(rec, rec.parent[q])
+            cap_point = q
+    for d in range(4):
+        q = p + (-1, 1, -w, w)[d]
+        if rec.color[q] == c:
+            g = rec.parent[q]
+            mine = rec.parent[p]
+            if g != mine:
+                if rec.size[g] >= rec.size[mine]:
+                    _merge(rec, g, mine)
+                else:
+                    _merge(rec, mine, g)
+    rec.captures[c] += captured
+    head = rec.parent[p]
+    if captured == 1 and rec.size[head] == 1 and rec.libs[head] == 1:
+        rec.ko = cap_point
+    else:
+        rec.ko = NO_KO
+    _push_history(rec)
+    return captured
+
+
+@njit(cache=True)
+def legal_actions(rec, out) -> int:
+    """Write 1 into ``out[a]`` for every simple-legal action (pass included)."""
+    n = rec.n
+    count = 0
+    for a in range(n * n):
+        p = (a // n + 1) * (n + 2) + a % n + 1
+        ok = is_simple_legal(rec, p)
+        out[a] = 1 if ok else 0
+        count += 1 if ok else 0
+    out[n * n] = 1
+    return count + 1
+
+
+@njit(cache=True)
+def full_hash(rec) -> np.uint64:
+    """The positional hash computed from scratch (for checks)."""
+    h = np.uint64(0)
+    for p in range(rec.w * rec.w):
+        c = rec.color[p]
+        if c == BLACK or c == WHITE:
+            h ^= ZOBRIST[c, p]
+    return h
+
+
+@njit(cache=True)
+def place_stone(rec, p: int, c: int) -> None:
+    """Put a stone of colour ``c`` on empty point ``p`` without a move
+    (handicap and set-up stones). Captures nothing; the caller checks that
+    the result has no group without liberties."""
+    saved_to_move = rec.to_move
+    saved_num = rec.move_num
+    saved_last = rec.last_move
+    saved_passes = rec.passes
+    saved_caps = rec.captures[c]
+    rec.to_move = c
+    play(rec, p)
+    # undo the move bookkeeping: set-up stones are part of the start position
+    rec.hist_pos = (rec.hist_pos - 1) % HISTORY
+    k = rec.hist_pos
+    for q in range(rec.w * rec.w):
+        rec.hist[k, q] = rec.color[q]
+    rec.hist_hash[k] = rec.hash
+    rec.to_move = saved_to_move
+    rec.move_num = saved_num
+    rec.last_move = saved_last
+    rec.passes = saved_passes
+    rec.captures[c] = saved_caps
+    rec.ko = NO_KO

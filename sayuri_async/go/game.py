@@ -1,0 +1,265 @@
+"""A game: one board record plus its history, undo, superko and scoring.
+
+Vocabulary
+----------
+Game        the Python-side owner of a board record (``go/board.py``); it
+            checks legality (including positional superko against every
+            earlier position), keeps the move list and an undo stack, places
+            handicap stones and scores the end position.
+move        ``(color, action)``; ``action == N*N`` is a pass.
+rules       ``Rules(scoring="area"|"territory", superko=True)``; area is
+            Tromp-Taylor, the default, with komi 7.5.
+IllegalMove raised for an occupied point, suicide, ko or superko, with the
+            reason in its message.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import board as B
+from .coords import action_to_vertex, vertex_to_action
+from .scoring import area_score, result_string, territory_score
+
+
+class IllegalMove(ValueError):
+    """A move the rules forbid; the message says why."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    scoring: str = "area"  # "area" (Tromp-Taylor) or "territory"
+    superko: bool = True  # positional superko; False means simple ko only
+
+    def __post_init__(self) -> None:
+        if self.scoring not in ("area", "territory"):
+            raise ValueError(f"unknown scoring {self.scoring!r} (area or territory)")
+
+
+def handicap_actions(n: int, stones: int) -> list[int]:
+    """Fixed handicap placement (GTP's star points) as actions."""
+    if n < 7:
+        limit = 0
+    elif n == 7 or n % 2 == 0:
+        limit = 4
+    else:
+        limit = 9
+    if not 2 <= stones <= limit:
+        raise ValueError(f"fixed handicap of {stones} stones is not allowed on {n}x{n} (2..{limit})")
+    lo = 2 if n < 13 else 3
+    hi = n - 1 - lo
+    mid = n // 2
+    pts = [(lo, lo), (hi, hi), (lo, hi), (hi, lo)]
+    if stones in (6, 7, 8, 9):
+        pts += [(lo, mid), (hi, mid)]
+    if stones in (8, 9):
+        pts += [(mid, lo), (mid, hi)]
+    if stones in (5, 7, 9):
+        pts.append((mid, mid))
+    return [y * n + x for x, y in pts[:stones]]
+
+
+@dataclass
+class _Undo:
+    rec: np.ndarray
+    n_hashes: int
+
+
+@dataclass
+class Game:
+    size: int = 19
+    komi: float = 7.5
+    rules: Rules = field(default_factory=Rules)
+
+    def __post_init__(self) -> None:
+        self.arr = B.new_board(self.size, self.komi)
+        self.moves: list[tuple[int, int]] = []
+        self.handicap: list[int] = []
+        self._hashes = np.zeros(64, dtype=np.uint64)
+        self._n_hashes = 1  # the empty start position
+        self._undo: list[_Undo] = []
+        self.comments: list[str] = []
+
+    # ---- state -------------------------------------------------------
+    @property
+    def rec(self):
+        return self.arr[0]
+
+    @property
+    def to_move(self) -> int:
+        return int(self.rec["to_move"])
+
+    @property
+    def num_actions(self) -> int:
+        return self.size * self.size + 1
+
+    @property
+    def pass_action(self) -> int:
+        return self.size * self.size
+
+    @property
+    def hash(self) -> int:
+        return int(self.rec["hash"])
+
+    @property
+    def passes(self) -> int:
+        return int(self.rec["passes"])
+
+    def is_over(self) -> bool:
+        """Two passes in a row end the game."""
+        return self.passes >= 2
+
+    def history_hashes(self) -> np.ndarray:
+        """Hashes of every position so far, the start included (``[M]`` uint64)."""
+        return self._hashes[: self._n_hashes]
+
+    def stones(self) -> np.ndarray:
+        """``[N, N]`` int8 of 0/1/2, row 0 = GTP row 1."""
+        n, w = self.size, self.size + 2
+        return self.rec["color"][: w * w].reshape(w, w)[1:-1, 1:-1].copy()
+
+    def copy(self) -> "Game":
+        g = Game.__new__(Game)
+        g.size, g.komi, g.rules = self.size, self.komi, self.rules
+        g.arr = self.arr.copy()
+        g.moves = list(self.moves)
+        g.handicap = list(self.handicap)
+        g._hashes = self._hashes.copy()
+        g._n_hashes = self._n_hashes
+        g._undo = [_Undo(u.rec.copy(), u.n_hashes) for u in self._undo]
+        g.comments = list(self.comments)
+        return g
+
+    # ---- rules -------------------------------------------------------
+    def why_illegal(self, action: int, color: int | None = None) -> str | None:
+        """None when legal, otherwise the reason."""
+        n = self.size
+        if not 0 <= action <= n * n:
+            return f"action {action} is off the board"
+        if action == n * n:
+            return None
+        rec = self.rec
+        p = B.action_to_point(n, action)
+        if rec["color"][p] != B.EMPTY:
+            return "occupied"
+        probe = self.arr.copy()
+        r = probe[0]
+        if color is not None and color != int(r["to_move"]):
+            r["to_move"] = color
+            r["ko"] = B.NO_KO
+        if p == int(r["ko"]):
+            return "ko"
+        if not B.is_simple_legal(r, p):
+            return "suicide"
+        if self.rules.superko:
+            h = B.hash_after(r, p)
+            if np.any(self.history_hashes() == h):
+                return "superko"
+        return None
+
+    def is_legal(self, action: int, color: int | None = None) -> bool:
+        return self.why_illegal(action, color) is None
+
+    def legal_actions(self) -> np.ndarray:
+        """``[N*N+1]`` uint8 mask of legal actions for the side to move
+        (superko included)."""
+        mask = np.zeros(self.num_actions, dtype=np.uint8)
+        B.legal_actions(self.rec, mask)
+        if self.rules.superko:
+            hist = self.history_hashes()
+            for a in np.flatnonzero(mask[:-1]):
+                if np.any(hist == B.hash_after(self.rec, B.action_to_point(self.size, int(a)))):
+                    mask[a] = 0
+        return mask
+
+    def play(self, action: int, color: int | None = None) -> int:
+        """Play ``action`` for ``color`` (default: the side to move).
+
+        Returns stones captured. Raises IllegalMove with the reason."""
+        why = self.why_illegal(action, color)
+        if why is not None:
+            who = "black" if (color or self.to_move) == B.BLACK else "white"
+            raise IllegalMove(f"illegal move {who} {action_to_vertex(action, self.size)}: {why}")
+        self._undo.append(_Undo(self.arr.copy(), self._n_hashes))
+        rec = self.rec
+        if color is not None and color != int(rec["to_move"]):
+            rec["to_move"] = color
+            rec["ko"] = B.NO_KO
+        mover = int(rec["to_move"])
+        captured = B.play(rec, B.action_to_point(self.size, action))
+        self._push_hash(int(rec["hash"]))
+        self.moves.append((mover, action))
+        self.comments.append("")
+        return int(captured)
+
+    def play_vertex(self, vertex: str, color: int | None = None) -> int:
+        return self.play(vertex_to_action(vertex, self.size), color)
+
+    def undo(self) -> bool:
+        """Take back the last move; False when there is none."""
+        if not self._undo:
+            return False
+        u = self._undo.pop()
+        self.arr = u.rec
+        self._n_hashes = u.n_hashes
+        self.moves.pop()
+        self.comments.pop()
+        return True
+
+    def _push_hash(self, h: int) -> None:
+        if self._n_hashes == len(self._hashes):
+            self._hashes = np.concatenate([self._hashes, np.zeros_like(self._hashes)])
+        self._hashes[self._n_hashes] = np.uint64(h)
+        self._n_hashes += 1
+
+    # ---- set-up ------------------------------------------------------
+    def _require_empty_start(self, what: str) -> None:
+        if self.moves or self.handicap:
+            raise IllegalMove(f"{what} needs an empty board")
+
+    def place_handicap(self, actions: list[int]) -> None:
+        """Put black stones on ``actions`` before the first move; white moves
+        next. Used for fixed and free handicap."""
+        self._require_empty_start("handicap")
+        if len(set(actions)) != len(actions):
+            raise IllegalMove("handicap stones repeat a vertex")
+        n = self.size
+        for a in actions:
+            if not 0 <= a < n * n:
+                raise IllegalMove(f"handicap stone {a} is not a board point")
+        for a in actions:
+            B.place_stone(self.rec, B.action_to_point(n, a), B.BLACK)
+        self.handicap = list(actions)
+        self.rec["to_move"] = B.WHITE
+        self._hashes[0] = self.rec["hash"]
+        self._n_hashes = 1
+
+    def set_fixed_handicap(self, stones: int) -> list[int]:
+        acts = handicap_actions(self.size, stones)
+        self.place_handicap(acts)
+        return acts
+
+    # ---- scoring -----------------------------------------------------
+    def score(self) -> float:
+        """Black minus white minus komi under the game's rules."""
+        if self.rules.scoring == "area":
+            return area_score(self.rec, self.komi)
+        caps = self.rec["captures"]
+        return territory_score(self.rec, self.komi, int(caps[B.BLACK]), int(caps[B.WHITE]))
+
+    def result(self) -> str:
+        return result_string(self.score())
+
+    def __str__(self) -> str:
+        from .coords import COLUMNS
+
+        n = self.size
+        st = self.stones()
+        cols = "   " + " ".join(COLUMNS[:n])
+        lines = [cols]
+        for y in range(n - 1, -1, -1):
+            row = " ".join(".XO"[int(c)] for c in st[y])
+            lines.append(f"{y + 1:2d} {row} {y + 1:2d}")
+        lines.append(cols)
+        return "\n".join(lines)

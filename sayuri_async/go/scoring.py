@@ -1,0 +1,126 @@
+"""Scoring: Tromp-Taylor area counting and territory counting.
+
+Vocabulary
+----------
+area       stones of a colour plus empty points whose region (connected empty
+           points) touches stones of that colour only (Tromp-Taylor).
+territory  empty points whose region touches one colour only, without stones;
+           territory scoring adds the prisoners (stones captured).
+score      black's points minus white's points minus komi: positive means
+           black wins. ``result_string`` turns it into ``B+3.5``/``W+0.5``/``0``.
+ownership  per action (``N*N`` values, row 0 = GTP row 1): +1 black, -1 white,
+           0 neutral, by the area rule. Used as the ownership training target.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .board import BLACK, BORDER, EMPTY, MAX_P, WHITE
+
+
+@njit(cache=True)
+def area_map(rec, out) -> None:
+    """Write Tromp-Taylor owner per action into ``out`` (``[N*N]`` int8):
+    1 black, 2 white, 0 neutral (a region touching both or neither)."""
+    n = rec.n
+    w = np.int64(rec.w)
+    owner = np.zeros(MAX_P, dtype=np.int8)  # per point, 0 = not yet visited
+    stack = np.empty(MAX_P, dtype=np.int32)
+    region = np.empty(MAX_P, dtype=np.int32)
+    visited = np.zeros(MAX_P, dtype=np.bool_)
+    for y in range(n):
+        for x in range(n):
+            p = (y + 1) * w + x + 1
+            c = rec.color[p]
+            if c == BLACK or c == WHITE:
+                owner[p] = c
+                continue
+            if visited[p]:
+                continue
+            # flood the empty region from p
+            top = 0
+            count = 0
+            stack[top] = p
+            top += 1
+            visited[p] = True
+            touch = 0
+            while top > 0:
+                top -= 1
+                q = stack[top]
+                region[count] = q
+                count += 1
+                for d in range(4):
+                    r = q + (-1, 1, -w, w)[d]
+                    cr = rec.color[r]
+                    if cr == EMPTY:
+                        if not visited[r]:
+                            visited[r] = True
+                            stack[top] = r
+                            top += 1
+                    elif cr == BLACK:
+                        touch |= 1
+                    elif cr == WHITE:
+                        touch |= 2
+            val = 0
+            if touch == 1:
+                val = BLACK
+            elif touch == 2:
+                val = WHITE
+            for i in range(count):
+                owner[region[i]] = val
+    for y in range(n):
+        for x in range(n):
+            out[y * n + x] = owner[(y + 1) * w + x + 1]
+
+
+def _counts(rec) -> tuple[int, int, int, int]:
+    """(black stones, white stones, black-only empty, white-only empty)."""
+    n = int(rec["n"])
+    owner = np.empty(n * n, dtype=np.int8)
+    area_map(rec, owner)
+    w = n + 2
+    color = rec["color"][: w * w].reshape(w, w)[1:-1, 1:-1].reshape(-1)
+    bs = int(np.count_nonzero(color == BLACK))
+    ws = int(np.count_nonzero(color == WHITE))
+    empty = color == EMPTY
+    bt = int(np.count_nonzero(empty & (owner == BLACK)))
+    wt = int(np.count_nonzero(empty & (owner == WHITE)))
+    return bs, ws, bt, wt
+
+
+def area_score(rec, komi: float) -> float:
+    """Tromp-Taylor: black area - white area - komi."""
+    bs, ws, bt, wt = _counts(rec)
+    return float(bs + bt - ws - wt) - komi
+
+
+def territory_score(rec, komi: float, prisoners_black: int, prisoners_white: int) -> float:
+    """Territory counting without dead-stone removal: black territory plus
+    stones black captured, minus the same for white, minus komi."""
+    _, _, bt, wt = _counts(rec)
+    return float(bt + prisoners_black - wt - prisoners_white) - komi
+
+
+def ownership(rec) -> np.ndarray:
+    """``[N*N]`` float32 in {-1, 0, 1}: +1 black owns the point, -1 white."""
+    n = int(rec["n"])
+    owner = np.empty(n * n, dtype=np.int8)
+    area_map(rec, owner)
+    out = np.zeros(n * n, dtype=np.float32)
+    out[owner == BLACK] = 1.0
+    out[owner == WHITE] = -1.0
+    return out
+
+
+def result_string(score: float) -> str:
+    """``B+3.5``, ``W+0.5`` or ``0`` (jigo)."""
+    if score > 0:
+        return f"B+{_num(score)}"
+    if score < 0:
+        return f"W+{_num(-score)}"
+    return "0"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
