@@ -1,0 +1,363 @@
+"""Backends: what the batcher calls to evaluate a batch of encoded positions.
+
+Vocabulary
+----------
+batch       ``uint8 [B, C, N, N]`` planes from the encoder named by
+            ``Backend.encoder`` (``features.py``); one board size per batch.
+NetOutput   numpy results for a batch: ``policy [B, A]`` probabilities over
+            all ``A = N*N + 1`` actions (pass last; softmax over every action
+            on the device, not masked: the search masks illegal moves and
+            renormalises), ``wdl [B, 3]`` probabilities (win, draw, loss for
+            the side to move), ``score [B]`` lead in points for the side to
+            move, ``ownership [B, N*N]`` in [-1, 1] (+1 = side to move).
+run         ``Backend.run(batch) -> NetOutput``; blocking; call it from ONE
+            worker thread (``asyncio.to_thread``) while the loop runs. The
+            returned arrays are fresh (not reused by the next call).
+alloc_input ``Backend.alloc_input(max_batch, n)``: a uint8 buffer
+            ``[max_batch, C, n, n]`` (page-locked on CUDA) the batcher
+            encodes requests into; pass ``buf[:B]`` to ``run``.
+bucket      on CUDA a batch is padded up to the next bucket size (powers of
+            two up to ``max_batch``, and ``max_batch``), and each (board
+            size, bucket) gets its own CUDA graph, captured on first use
+            (or ahead of time with ``warmup``).
+
+RandomBackend has no weights and does no torch work: a uniform policy with
+small noise (so ties break randomly), a neutral value, zero score and
+ownership. It exists to measure the CPU cost of search.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..features import DEFAULT_ENCODER, get_encoder
+
+
+@dataclass
+class NetOutput:
+    policy: np.ndarray  # [B, A] float32 probabilities, unmasked, pass last
+    wdl: np.ndarray  # [B, 3] float32 probabilities: win, draw, loss
+    score: np.ndarray  # [B] float32 points, side to move
+    ownership: np.ndarray  # [B, N*N] float32 in [-1, 1], side to move
+
+    def __len__(self) -> int:
+        return int(self.policy.shape[0])
+
+    @property
+    def value(self) -> np.ndarray:
+        """Expected result for the side to move in [-1, 1]: win - loss. ``[B]``"""
+        return self.wdl[:, 0] - self.wdl[:, 2]
+
+
+class Backend:
+    """Base class: ``encoder``, ``planes``, ``name``, ``device``; ``run``."""
+
+    encoder: str = DEFAULT_ENCODER
+    planes: int = 0
+    name: str = "backend"
+    device: str = "cpu"
+    max_batch: int = 1024
+
+    def run(self, batch: np.ndarray) -> NetOutput:  # [B, C, N, N] uint8
+        raise NotImplementedError(f"{type(self).__name__} does not implement run")
+
+    def alloc_input(self, max_batch: int, n: int) -> np.ndarray:
+        """uint8 ``[max_batch, C, n, n]`` for the batcher to fill."""
+        return np.zeros((max_batch, self.planes, n, n), dtype=np.uint8)
+
+    def warmup(self, sizes: list[int], batches: list[int] | None = None) -> None:
+        """Compile or capture whatever the first real call would (no-op here)."""
+
+    def close(self) -> None:
+        """Release device resources (no-op here)."""
+
+    def _check(self, batch: np.ndarray) -> tuple[int, int]:
+        if batch.ndim != 4 or batch.shape[1] != self.planes or batch.shape[2] != batch.shape[3]:
+            raise ValueError(
+                f"{self.name}: batch shape {batch.shape} is not [B, {self.planes}, N, N] "
+                f"(encoder {self.encoder})"
+            )
+        if batch.shape[0] > self.max_batch:
+            raise ValueError(f"{self.name}: batch of {batch.shape[0]} exceeds max_batch {self.max_batch}")
+        return int(batch.shape[0]), int(batch.shape[2])
+
+
+# --------------------------------------------------------------------------
+# random
+
+
+class RandomBackend(Backend):
+    """No weights, no torch: policy = softmax(noise of std ``noise``) over all
+    actions (near uniform; rows are drawn from a per-size pool of ``pool``
+    precomputed rows so a call costs a gather), wdl ``[0.5, 0, 0.5]``,
+    score 0, ownership 0."""
+
+    def __init__(
+        self,
+        encoder: str = DEFAULT_ENCODER,
+        seed: int | None = None,
+        noise: float = 0.05,
+        pool: int = 1024,
+        max_batch: int = 1 << 16,
+    ) -> None:
+        enc = get_encoder(encoder)
+        self.encoder = enc.name
+        self.planes = enc.planes
+        self.name = "random"
+        self.device = "cpu"
+        self.max_batch = max_batch
+        self.noise = noise
+        self.pool = pool
+        self._rng = np.random.default_rng(seed)
+        self._pools: dict[int, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def _policy_pool(self, n: int) -> np.ndarray:
+        rows = self._pools.get(n)
+        if rows is None:
+            logits = self._rng.normal(0.0, self.noise, size=(self.pool, n * n + 1))
+            e = np.exp(logits - logits.max(axis=1, keepdims=True))
+            rows = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)  # [pool, A]
+            self._pools[n] = rows
+        return rows
+
+    def run(self, batch: np.ndarray) -> NetOutput:
+        b, n = self._check(batch)
+        with self._lock:
+            rows = self._policy_pool(n)
+            idx = self._rng.integers(0, self.pool, size=b)
+        wdl = np.empty((b, 3), dtype=np.float32)
+        wdl[:] = (0.5, 0.0, 0.5)
+        return NetOutput(
+            policy=rows[idx],  # fancy indexing copies: [B, A]
+            wdl=wdl,
+            score=np.zeros(b, dtype=np.float32),
+            ownership=np.zeros((b, n * n), dtype=np.float32),
+        )
+
+
+# --------------------------------------------------------------------------
+# torch
+
+
+def default_buckets(max_batch: int) -> list[int]:
+    out, b = [], 1
+    while b < max_batch:
+        out.append(b)
+        b *= 2
+    out.append(max_batch)
+    return out
+
+
+class TorchBackend(Backend):
+    """Runs a ``Net`` with torch.
+
+    CPU: float32 eval, ``threads`` sets ``torch.set_num_threads``.
+    CUDA: ``dtype`` (bf16 by default) compute, channels_last, its own CUDA
+    stream, the uint8 batch copied (non-blocking from pinned memory) into a
+    static device buffer and converted to the compute dtype on the GPU,
+    softmax on the device, one CUDA graph per (board size, bucket) unless
+    ``use_cuda_graphs`` is False. BatchNorm is folded in both cases.
+    """
+
+    def __init__(
+        self,
+        net: "Net | str | Path",
+        device: str = "cpu",
+        dtype: "torch.dtype | str | None" = None,
+        max_batch: int = 256,
+        use_cuda_graphs: bool = True,
+        threads: int | None = None,
+        buckets: list[int] | None = None,
+    ) -> None:
+        import torch
+
+        from .model import Net
+        from .weights import load_weights
+
+        meta: dict = {}
+        if not isinstance(net, Net):
+            path = str(net)
+            net, meta = load_weights(path)
+            self.name = str(meta.get("name") or Path(path).stem)
+        else:
+            self.name = f"net-{net.config.short_name}"
+        self.meta = meta
+        cfg = net.config
+        enc = get_encoder(cfg.encoder)
+        if enc.planes != cfg.input_planes:
+            raise ValueError(f"{self.name}: encoder {enc.name} has {enc.planes} planes, net expects {cfg.input_planes}")
+        self.encoder = enc.name
+        self.planes = enc.planes
+        self.config = cfg
+        self.device = device
+        self.max_batch = int(max_batch)
+        self.torch_device = torch.device(device)
+        self.is_cuda = self.torch_device.type == "cuda"
+        if self.is_cuda and not torch.cuda.is_available():
+            raise RuntimeError(f"device {device} requested but CUDA is not available")
+        if threads is not None and not self.is_cuda:
+            torch.set_num_threads(int(threads))
+        if isinstance(dtype, str):
+            dtype = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+                     "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+        self.dtype = dtype or (torch.bfloat16 if self.is_cuda else torch.float32)
+        self.use_cuda_graphs = bool(use_cuda_graphs and self.is_cuda)
+        self.buckets = sorted(set(buckets or default_buckets(self.max_batch)))
+        if self.buckets[-1] < self.max_batch:
+            self.buckets.append(self.max_batch)
+        net = net.fold_batchnorm().eval()
+        for p in net.parameters():
+            p.requires_grad_(False)
+        if self.is_cuda:
+            net = net.to(self.torch_device, dtype=self.dtype, memory_format=torch.channels_last)
+            self.stream = torch.cuda.Stream(self.torch_device)
+            self._pool = torch.cuda.graph_pool_handle()
+        self.net = net
+        self._graphs: dict[tuple[int, int], "_Graph"] = {}
+        self._pinned: list = []  # keeps pinned host tensors alive
+        self._lock = threading.Lock()
+
+    # ---- buffers --------------------------------------------------------
+    def alloc_input(self, max_batch: int, n: int) -> np.ndarray:
+        import torch
+
+        if not self.is_cuda:
+            return super().alloc_input(max_batch, n)
+        t = torch.zeros((max_batch, self.planes, n, n), dtype=torch.uint8, pin_memory=True)
+        self._pinned.append(t)
+        return t.numpy()
+
+    def bucket(self, b: int) -> int:
+        for s in self.buckets:
+            if s >= b:
+                return s
+        raise ValueError(f"{self.name}: batch of {b} exceeds max_batch {self.max_batch}")
+
+    # ---- running --------------------------------------------------------
+    def _forward(self, x_u8: "torch.Tensor") -> tuple:
+        """uint8 device tensor -> (policy probs, wdl probs, score, ownership), float32."""
+        import torch
+
+        x = x_u8.to(self.dtype)
+        if self.is_cuda:
+            x = x.contiguous(memory_format=torch.channels_last)
+        out = self.net(x)
+        policy = torch.softmax(out["policy"].float(), dim=1)
+        wdl = torch.softmax(out["wdl"].float(), dim=1)
+        return policy, wdl, out["score"].float(), out["ownership"].float()
+
+    def run(self, batch: np.ndarray) -> NetOutput:
+        import torch
+
+        b, n = self._check(batch)
+        with self._lock, torch.inference_mode():
+            if not self.is_cuda:
+                p, w, s, o = self._forward(torch.from_numpy(np.ascontiguousarray(batch)))
+                return NetOutput(p.numpy(), w.numpy(), s.numpy(), o.numpy())
+            if self.use_cuda_graphs:
+                return self._graph(n, self.bucket(b)).run(batch)
+            return self._eager_cuda(batch)
+
+    def _eager_cuda(self, batch: np.ndarray) -> NetOutput:
+        import torch
+
+        with torch.cuda.stream(self.stream):
+            src = torch.from_numpy(np.ascontiguousarray(batch))
+            x = src.to(self.torch_device, non_blocking=True)
+            outs = self._forward(x)
+            host = [t.to("cpu", non_blocking=True) for t in outs]
+        self.stream.synchronize()
+        return NetOutput(*[t.numpy() for t in host])
+
+    def _graph(self, n: int, bucket: int) -> "_Graph":
+        g = self._graphs.get((n, bucket))
+        if g is None:
+            g = _Graph(self, n, bucket)
+            self._graphs[(n, bucket)] = g
+        return g
+
+    def warmup(self, sizes: list[int], batches: list[int] | None = None) -> None:
+        """Capture the CUDA graphs for these board sizes and batch buckets now
+        (default: every bucket), instead of on first use."""
+        import torch
+
+        if not self.is_cuda:
+            with torch.inference_mode():
+                for n in sizes:
+                    self._forward(torch.zeros((1, self.planes, n, n), dtype=torch.uint8))
+            return
+        with self._lock, torch.inference_mode():
+            for n in sizes:
+                for b in sorted({self.bucket(x) for x in (batches or self.buckets)}):
+                    if self.use_cuda_graphs:
+                        self._graph(n, b)
+                    else:
+                        self._eager_cuda(np.zeros((b, self.planes, n, n), dtype=np.uint8))
+
+    def close(self) -> None:
+        self._graphs.clear()
+        self._pinned.clear()
+
+
+class _Graph:
+    """One captured CUDA graph for a (board size, bucket): static uint8 input
+    on the device, static float32 outputs (allocated outside the graph, so
+    the graphs can share one memory pool), pinned host copies of them."""
+
+    def __init__(self, be: TorchBackend, n: int, bucket: int) -> None:
+        import torch
+
+        self.be, self.n, self.bucket = be, n, bucket
+        dev = be.torch_device
+        a = n * n + 1
+        with torch.cuda.device(dev):
+            self.x = torch.zeros((bucket, be.planes, n, n), dtype=torch.uint8, device=dev)
+            self.out = [
+                torch.zeros((bucket, a), dtype=torch.float32, device=dev),
+                torch.zeros((bucket, 3), dtype=torch.float32, device=dev),
+                torch.zeros((bucket,), dtype=torch.float32, device=dev),
+                torch.zeros((bucket, n * n), dtype=torch.float32, device=dev),
+            ]
+            self.host = [torch.zeros(t.shape, dtype=torch.float32, pin_memory=True) for t in self.out]
+            self.graph = torch.cuda.CUDAGraph()
+            stream = be.stream
+            stream.wait_stream(torch.cuda.current_stream(dev))
+            with torch.cuda.stream(stream):
+                for _ in range(3):  # warm up kernels (cudnn autotune, lazy init) before capture
+                    self._compute()
+            stream.synchronize()
+            with torch.cuda.graph(self.graph, pool=be._pool, stream=stream, capture_error_mode="thread_local"):
+                self._compute()
+            stream.synchronize()
+
+    def _compute(self) -> None:
+        for dst, src in zip(self.out, self.be._forward(self.x)):
+            dst.copy_(src)
+
+    def run(self, batch: np.ndarray) -> NetOutput:
+        import torch
+
+        b = batch.shape[0]
+        stream = self.be.stream
+        with torch.cuda.stream(stream):
+            src = torch.from_numpy(np.ascontiguousarray(batch))
+            self.x[:b].copy_(src, non_blocking=True)  # rows b.. keep stale data: padding
+            self.graph.replay()
+            for h, d in zip(self.host, self.out):
+                h[:b].copy_(d[:b], non_blocking=True)
+        stream.synchronize()
+        return NetOutput(*[h[:b].numpy().copy() for h in self.host])
+
+
+def make_backend(weights: str | None, device: str = "cpu", encoder: str = DEFAULT_ENCODER,
+                 seed: int | None = None, **kw) -> Backend:
+    """``RandomBackend`` when ``weights`` is None, else ``TorchBackend``
+    (``kw``: dtype, max_batch, use_cuda_graphs, threads, buckets)."""
+    if weights is None:
+        rkw = {k: v for k, v in kw.items() if k in ("noise", "pool", "max_batch")}
+        return RandomBackend(encoder=encoder, seed=seed, **rkw)
+    return TorchBackend(weights, device=device, **kw)

@@ -1,0 +1,187 @@
+"""The weights file: safetensors tensors plus string metadata; no pickle.
+
+Vocabulary
+----------
+header      safetensors' ``__metadata__``: a flat str -> str map. Ours holds
+            ``format`` ("sayuri-async-weights"), ``format_version`` ("1"),
+            ``config`` (NetConfig as JSON), ``encoder``, ``planes``,
+            ``board_size_min``, ``board_size_max``, ``step``, ``name``,
+            ``created`` and ``meta`` (the caller's whole meta dict as JSON).
+tensors     the net's ``state_dict()`` in float32 (BatchNorm running stats
+            and counters included), keys as torch names them.
+meta        the dict the caller passes to ``save_weights`` and gets back from
+            ``load_weights``: free JSON-able content (training step, name,
+            run id, ...) merged with the header's standard keys.
+WeightsError a file that cannot be read, is not ours, or does not match its
+            own architecture; the message names the file and the mismatch.
+
+``docs/weights.md`` describes the format for other tools.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..features import ENCODERS
+from .model import Net, NetConfig
+
+FORMAT = "sayuri-async-weights"
+FORMAT_VERSION = 1
+
+
+class WeightsError(ValueError):
+    """An unreadable, foreign, truncated or inconsistent weights file."""
+
+
+def _header(net: Net, meta: dict) -> dict[str, str]:
+    cfg = net.config
+    enc = ENCODERS.get(cfg.encoder)
+    return {
+        "format": FORMAT,
+        "format_version": str(FORMAT_VERSION),
+        "config": json.dumps(cfg.to_dict(), sort_keys=True),
+        "encoder": cfg.encoder,
+        "planes": str(enc.planes if enc else cfg.input_planes),
+        "board_size_min": str(cfg.board_size_min),
+        "board_size_max": str(cfg.board_size_max),
+        "step": str(int(meta.get("step", 0))),
+        "name": str(meta.get("name", cfg.short_name)),
+        "created": str(meta.get("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))),
+        "meta": json.dumps(meta, sort_keys=True, default=str),
+    }
+
+
+def save_weights(path: str | os.PathLike, net: Net, meta: dict[str, Any] | None = None) -> None:
+    """Write ``net`` and ``meta`` to ``path`` atomically (temporary file in the
+    same folder, then ``os.replace``)."""
+    from safetensors.torch import save_file
+
+    meta = dict(meta or {})
+    path = Path(path)
+    tensors = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in net.state_dict().items()}
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        save_file(tensors, str(tmp), metadata=_header(net, meta))
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def read_header(path: str | os.PathLike) -> dict[str, str]:
+    """The header metadata alone (cheap: reads the first bytes of the file)."""
+    path = str(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(8)
+            if len(raw) != 8:
+                raise WeightsError(f"{path}: too short for a safetensors file ({len(raw)} bytes)")
+            hlen = int.from_bytes(raw, "little")
+            if hlen > 100 << 20:
+                raise WeightsError(f"{path}: header length {hlen} is not plausible (not a safetensors file?)")
+            head = f.read(hlen)
+        if len(head) != hlen:
+            raise WeightsError(f"{path}: truncated header ({len(head)} of {hlen} bytes)")
+        doc = json.loads(head)
+    except OSError as e:
+        raise WeightsError(f"{path}: cannot read: {e}") from e
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise WeightsError(f"{path}: header is not JSON ({e}); not a safetensors file") from e
+    md = doc.get("__metadata__") if isinstance(doc, dict) else None
+    if not isinstance(md, dict):
+        raise WeightsError(f"{path}: no safetensors metadata; not a {FORMAT} file")
+    return md
+
+
+def _config_from_header(path: str, md: dict[str, str]) -> NetConfig:
+    if md.get("format") != FORMAT:
+        raise WeightsError(f"{path}: format is {md.get('format')!r}, expected {FORMAT!r}")
+    try:
+        version = int(md.get("format_version", ""))
+    except ValueError:
+        raise WeightsError(f"{path}: format_version {md.get('format_version')!r} is not an integer") from None
+    if version > FORMAT_VERSION:
+        raise WeightsError(f"{path}: format_version {version} is newer than this program reads ({FORMAT_VERSION})")
+    try:
+        cfg = NetConfig.from_dict(json.loads(md["config"]))
+    except KeyError:
+        raise WeightsError(f"{path}: header has no 'config'") from None
+    except (ValueError, TypeError) as e:
+        raise WeightsError(f"{path}: config does not describe a net: {e}") from e
+    if md.get("encoder", cfg.encoder) != cfg.encoder:
+        raise WeightsError(f"{path}: header encoder {md.get('encoder')!r} differs from config encoder {cfg.encoder!r}")
+    enc = ENCODERS.get(cfg.encoder)
+    if enc is None:
+        raise WeightsError(f"{path}: encoder {cfg.encoder!r} is unknown here (known: {sorted(ENCODERS)})")
+    if enc.planes != cfg.input_planes:
+        raise WeightsError(f"{path}: encoder {cfg.encoder} has {enc.planes} planes but the net takes {cfg.input_planes}")
+    if "planes" in md and md["planes"] != str(enc.planes):
+        raise WeightsError(f"{path}: header planes {md['planes']} differ from encoder {cfg.encoder}'s {enc.planes}")
+    for key in ("board_size_min", "board_size_max"):
+        if key in md and md[key] != str(getattr(cfg, key)):
+            raise WeightsError(f"{path}: header {key} {md[key]} differs from config's {getattr(cfg, key)}")
+    return cfg
+
+
+def load_weights(path: str | os.PathLike, device: str = "cpu") -> tuple[Net, dict[str, Any]]:
+    """``(net in eval mode, meta)``; raises WeightsError naming the file and
+    the mismatch for anything wrong."""
+    from safetensors import safe_open
+
+    path = str(path)
+    md = read_header(path)
+    cfg = _config_from_header(path, md)
+    net = Net(cfg)
+    expected = net.state_dict()
+    tensors: dict[str, torch.Tensor] = {}
+    try:
+        with safe_open(path, framework="pt", device="cpu") as f:
+            keys = set(f.keys())
+            missing = sorted(set(expected) - keys)
+            extra = sorted(keys - set(expected))
+            if missing or extra:
+                raise WeightsError(
+                    f"{path}: tensors do not match a {cfg.short_name} {cfg.block_kind} net: "
+                    f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
+                    f"unexpected {extra[:5]}{'...' if len(extra) > 5 else ''}"
+                )
+            for k in expected:
+                tensors[k] = f.get_tensor(k)
+    except WeightsError:
+        raise
+    except Exception as e:  # safetensors raises its own error types for bad files
+        raise WeightsError(f"{path}: cannot read tensors: {e}") from e
+    for k, want in expected.items():
+        got = tensors[k]
+        if tuple(got.shape) != tuple(want.shape):
+            raise WeightsError(f"{path}: tensor {k} has shape {tuple(got.shape)}, the config needs {tuple(want.shape)}")
+        if got.is_floating_point() and not torch.isfinite(got).all():
+            raise WeightsError(f"{path}: tensor {k} holds NaN or infinity")
+        tensors[k] = got.to(want.dtype)
+    net.load_state_dict(tensors)
+    net.eval().to(device)
+    try:
+        meta = json.loads(md.get("meta", "{}"))
+    except json.JSONDecodeError as e:
+        raise WeightsError(f"{path}: meta is not JSON: {e}") from e
+    if not isinstance(meta, dict):
+        raise WeightsError(f"{path}: meta is not a JSON object")
+    try:
+        step = int(md.get("step", "0") or 0)
+    except ValueError:
+        raise WeightsError(f"{path}: step {md.get('step')!r} is not an integer") from None
+    meta.update(
+        name=md.get("name", cfg.short_name),
+        step=step,
+        encoder=cfg.encoder,
+        board_size_min=cfg.board_size_min,
+        board_size_max=cfg.board_size_max,
+        config=cfg.to_dict(),
+        created=md.get("created", ""),
+    )
+    return net, meta
