@@ -1,0 +1,125 @@
+"""The engine's figures: counters kept by the batcher and the games, and
+rates derived from two snapshots.
+
+Vocabulary (KataGo's names where they exist)
+--------------------------------------------
+nnEvals        positions the network evaluated (cache hits excluded).
+nnBatches      batches sent to the backend.
+avgBatchSize   nnEvals / nnBatches over the window.
+flush reasons  why each batch left: "full" (batch_size reached), "waiting"
+               (every live game was waiting: nothing more could arrive),
+               "timeout" (the oldest request waited timeout_ms).
+GPU busy %     time with a batch in the backend (worker thread clock) over wall
+               time; the backend is serial per device, so intervals never
+               overlap.
+loop busy %    CPU time of the event-loop thread over wall time (the loop is
+               idle in select() otherwise).
+queue wait     mean time from a request's commit to its batch's dispatch.
+Counters only grow; ``Snapshot`` freezes them, ``rates(a, b)`` turns two
+snapshots into per-second figures. Plain dicts travel between processes.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+FLUSH_REASONS = ("full", "waiting", "timeout")
+HIST_BINS = 1025  # batch sizes 0..1024 (larger ones land in the last bin)
+
+
+@dataclass
+class Counters:
+    evals: int = 0
+    batches: int = 0
+    flush: dict[str, int] = field(default_factory=lambda: {r: 0 for r in FLUSH_REASONS})
+    busy_s: float = 0.0  # backend time
+    queue_wait_s: float = 0.0  # summed over requests
+    cache_lookups: int = 0
+    cache_hits: int = 0
+    requests: int = 0  # search requests (hits + evals)
+    playouts: int = 0
+    moves: int = 0
+    games: int = 0
+    positions: int = 0
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(HIST_BINS, dtype=np.int64))
+    queue_depth: int = 0  # requests committed and not yet answered (a level, not a counter)
+    in_flight: int = 0  # batches in the backend or waiting for the worker (a level)
+
+    def add_batch(self, size: int, reason: str, busy_s: float) -> None:
+        self.evals += size
+        self.batches += 1
+        self.flush[reason] += 1
+        self.busy_s += busy_s
+        self.hist[min(size, HIST_BINS - 1)] += 1
+
+
+@dataclass
+class Snapshot:
+    t: float
+    loop_cpu_s: float
+    c: dict
+
+    @staticmethod
+    def take(counters: Counters, loop_cpu_s: float) -> "Snapshot":
+        d = asdict(counters)
+        d["hist"] = counters.hist.copy()
+        return Snapshot(time.perf_counter(), loop_cpu_s, d)
+
+
+def merge(snaps: list[dict]) -> dict:
+    """Add up counter dicts from several batchers or processes."""
+    out: dict = {}
+    for s in snaps:
+        for k, v in s.items():
+            if isinstance(v, dict):
+                d = out.setdefault(k, {})
+                for kk, vv in v.items():
+                    d[kk] = d.get(kk, 0) + vv
+            elif isinstance(v, np.ndarray):
+                out[k] = out[k] + v if k in out else v.copy()
+            else:
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def rates(a: dict, b: dict, dt: float, loop_cpu_s: float = 0.0, loops: int = 1) -> dict:
+    """Per-second figures between counter dicts ``a`` (older) and ``b``."""
+    dt = max(dt, 1e-9)
+
+    def d(k: str) -> float:
+        return float(b.get(k, 0) - a.get(k, 0))
+
+    evals, batches = d("evals"), d("batches")
+    lookups, hits = d("cache_lookups"), d("cache_hits")
+    flush = {r: b["flush"].get(r, 0) - a["flush"].get(r, 0) for r in FLUSH_REASONS}
+    nflush = max(sum(flush.values()), 1)
+    return {
+        "nnEvals/s": evals / dt,
+        "nnBatches/s": batches / dt,
+        "avgBatchSize": evals / batches if batches else 0.0,
+        "gpu_busy": min(d("busy_s") / dt, 1.0),
+        "loop_busy": min(loop_cpu_s / dt / max(loops, 1), 1.0),
+        "queue_wait_ms": 1000.0 * d("queue_wait_s") / evals if evals else 0.0,
+        "cache_hit_rate": hits / lookups if lookups else 0.0,
+        "requests/s": d("requests") / dt,
+        "playouts/s": d("playouts") / dt,
+        "moves/s": d("moves") / dt,
+        "games/s": d("games") / dt,
+        "positions/s": d("positions") / dt,
+        "flush_share": {r: flush[r] / nflush for r in FLUSH_REASONS},
+        "hist": np.asarray(b["hist"]) - np.asarray(a["hist"]),
+        "queue_depth": b.get("queue_depth", 0),
+        "in_flight": b.get("in_flight", 0),
+    }
+
+
+class LoopClock:
+    """CPU time of the thread that created it (the event-loop thread)."""
+
+    def __init__(self) -> None:
+        self._t0 = time.thread_time()
+
+    def cpu_s(self) -> float:
+        return time.thread_time() - self._t0

@@ -1,0 +1,280 @@
+"""The search coroutine: one game's MCTS over the batching queue.
+
+Vocabulary
+----------
+SearchConfig   PUCT, noise, Gumbel and tree-size settings (a dataclass; the
+               TOML configs fill it).
+Search         one game's searcher: a workspace and a node pool (see
+               ``tree.py``), the compiled descent for the batcher's encoder,
+               and ``await search.run(game, playouts, ...)`` which returns a
+               SearchResult. It keeps its tree between moves (``advance``).
+playout        one descent to a leaf plus its backup; a leaf costs one network
+               request (or a cache hit); the end of the game costs none.
+SearchResult   per-action visits, Q and prior of the root, the policy target
+               (visit distribution, or the Gumbel improved policy), the root
+               value, the chosen action and whether it was a full search.
+evaluator      anything with ``current()``, ``commit()``, ``cache_get(key)``,
+               ``cache_put(key, out, row)`` and ``counters`` (the Batcher).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..features import get_encoder
+from ..go.game import Game
+from . import gumbel as G
+from . import puct, tree
+from .tree import (
+    N_PARAMS,
+    P_C_BASE,
+    P_C_INIT,
+    P_FPU_REDUCTION,
+    P_FPU_ROOT,
+    advance,
+    child_index,
+    expand_backup,
+    new_nodes,
+    new_workspace,
+    principal_variation,
+    root_stats,
+    tree_reset,
+)
+
+
+@dataclass
+class SearchConfig:
+    c_init: float = 1.25
+    c_base: float = 19652.0
+    fpu_reduction: float = 0.25
+    fpu_root: float = 0.0  # root FPU reduction (0: unvisited root moves get the root's Q)
+    dirichlet_epsilon: float = 0.25
+    dirichlet_alpha_scale: float = 0.03 * 361  # alpha = scale / legal moves
+    gumbel_considered_moves: int = 16
+    gumbel_c_visit: float = 50.0
+    gumbel_c_scale: float = 1.0
+    node_capacity: int = 200_000
+    max_moves_factor: float = 2.0  # a game is scored after factor * N*N moves
+    reuse_tree: bool = True
+
+    def params(self) -> np.ndarray:
+        p = np.zeros(N_PARAMS, dtype=np.float64)
+        p[P_C_INIT] = self.c_init
+        p[P_C_BASE] = self.c_base
+        p[P_FPU_REDUCTION] = self.fpu_reduction
+        p[P_FPU_ROOT] = self.fpu_root
+        return p
+
+
+@dataclass
+class SearchResult:
+    action: int
+    visits: np.ndarray  # [A] int32
+    q: np.ndarray  # [A] float64, root player's view, 0 where unvisited
+    prior: np.ndarray  # [A] float32
+    policy: np.ndarray  # [A] float32 training target (sums to 1 over legal)
+    value: float  # root value for the side to move, [-1, 1]
+    playouts: int  # playouts spent by this call
+    full_search: bool
+    gumbel: bool
+
+
+_DESCEND: dict[str, object] = {}
+
+
+def descend_for(encoder_name: str):
+    """The compiled descent for an encoder (built once per process)."""
+    fn = _DESCEND.get(encoder_name)
+    if fn is None:
+        fn = _DESCEND[encoder_name] = puct.make_descend(get_encoder(encoder_name).encode)
+    return fn
+
+
+class Search:
+    def __init__(self, config: SearchConfig, encoder: str, rng: np.random.Generator | None = None) -> None:
+        self.cfg = config
+        self.rng = rng or np.random.default_rng()
+        self.ws = new_workspace()
+        self.ws[0]["params"] = config.params()
+        self.nodes = new_nodes(config.node_capacity)
+        self._descend = descend_for(encoder)
+        self._synced_moves = -1
+        self._pv = np.zeros(64, dtype=np.int16)
+        tree_reset(self.ws, self.nodes)
+
+    # ---- game synchronisation -------------------------------------------
+    def sync(self, game: Game) -> None:
+        """Point the workspace at ``game``'s current position, keeping the
+        subtree of the move just played when there is one."""
+        w = self.ws[0]
+        moves = len(game.moves)
+        reused = False
+        if self.cfg.reuse_tree and self._synced_moves >= 0 and moves == self._synced_moves + 1:
+            reused = advance(self.ws, self.nodes, game.moves[-1][1])
+        elif moves != self._synced_moves:
+            tree_reset(self.ws, self.nodes)
+        if reused and w["used"] > self.nodes.shape[0] // 2:
+            tree_reset(self.ws, self.nodes)  # pool half used: start afresh rather than run out
+        w["root"] = game.rec
+        hist = game.history_hashes()
+        k = min(len(hist), tree.MAX_GAME_POSITIONS)
+        w["game_hash"][:k] = hist[-k:]
+        w["n_game_hash"] = k
+        w["max_moves"] = int(self.cfg.max_moves_factor * game.size * game.size)
+        self._synced_moves = moves
+
+    def reset(self) -> None:
+        tree_reset(self.ws, self.nodes)
+        self._synced_moves = -1
+
+    # ---- playouts ------------------------------------------------------
+    async def playout(self, ev, forced: int = -1) -> None:
+        """One descent + evaluation + backup."""
+        planes, slot = ev.current()
+        status = self._descend(self.ws, self.nodes, planes, slot, forced)
+        if status != puct.LEAF:
+            return
+        c = ev.counters
+        c.requests += 1
+        key = int(self.ws[0]["key"])
+        hit = ev.cache_get(key)
+        if hit is not None:
+            expand_backup(self.ws, self.nodes, hit[0], hit[1], 0)
+            return
+        out, row = await ev.commit()
+        ev.cache_put(key, out, row)
+        expand_backup(self.ws, self.nodes, out.policy, out.wdl, row)
+
+    def root_node(self) -> int:
+        return int(self.ws[0]["root_node"])
+
+    def root_visits(self) -> int:
+        return int(self.nodes[self.root_node()]["visits"])
+
+    def root_value(self) -> float:
+        r = self.nodes[self.root_node()]
+        return float(-r["wsum"] / r["visits"]) if r["visits"] else 0.0
+
+    def add_dirichlet_noise(self) -> None:
+        r = self.nodes[self.root_node()]
+        first, k = int(r["first"]), int(r["nchild"])
+        if k == 0:
+            return
+        kids = self.nodes[first : first + k]
+        ok = kids["prior"] >= 0
+        alpha = self.cfg.dirichlet_alpha_scale / max(int(ok.sum()), 1)
+        noise = self.rng.dirichlet(np.full(int(ok.sum()), alpha))
+        eps = self.cfg.dirichlet_epsilon
+        kids["prior"][ok] = (1 - eps) * kids["prior"][ok] + eps * noise
+
+    def stats(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        a = n * n + 1
+        visits = np.zeros(a, dtype=np.int32)
+        q = np.zeros(a, dtype=np.float64)
+        prior = np.zeros(a, dtype=np.float32)
+        root_stats(self.ws, self.nodes, visits, q, prior)
+        return visits, q, prior
+
+    def pv(self, action: int) -> list[int]:
+        """Principal variation starting with root child ``action``."""
+        i = child_index(self.ws, self.nodes, action)
+        if i < 0:
+            return [action]
+        k = principal_variation(self.ws, self.nodes, i, self._pv)
+        return [action] + [int(x) for x in self._pv[:k]]
+
+    # ---- whole searches --------------------------------------------------
+    async def run(
+        self,
+        game: Game,
+        ev,
+        playouts: int,
+        *,
+        noise: bool = False,
+        use_gumbel: bool = False,
+        temperature: float = 0.0,
+        full_search: bool = True,
+    ) -> SearchResult:
+        """Search ``game``'s position with ``playouts`` new playouts and pick a
+        move. PUCT picks by visits (sampled with ``temperature`` > 0); Gumbel
+        picks the sequential-halving winner."""
+        self.sync(game)
+        n = game.size
+        spent = 0
+        if self.nodes[self.root_node()]["nchild"] == 0:
+            await self.playout(ev)
+            spent += 1
+        if use_gumbel:
+            spent += await self._gumbel(ev, playouts - spent, n)
+        else:
+            if noise:
+                self.add_dirichlet_noise()
+            for _ in range(playouts - spent):
+                await self.playout(ev)
+            spent = max(spent, playouts)
+        ev.counters.playouts += spent
+        visits, q, prior = self.stats(n)
+        value = self.root_value()
+        if use_gumbel:
+            action, policy = self._gumbel_result
+        else:
+            policy = visits / max(visits.sum(), 1)
+            action = self._pick_by_visits(visits, temperature)
+        return SearchResult(action, visits, q, prior, policy.astype(np.float32), value, spent, full_search, use_gumbel)
+
+    def _pick_by_visits(self, visits: np.ndarray, temperature: float) -> int:
+        if visits.sum() == 0:
+            return int(len(visits) - 1)
+        if temperature > 0:
+            w = visits.astype(np.float64) ** (1.0 / temperature)
+            return int(self.rng.choice(len(visits), p=w / w.sum()))
+        best = np.flatnonzero(visits == visits.max())
+        return int(best[0] if len(best) == 1 else self.rng.choice(best))
+
+    async def _gumbel(self, ev, budget: int, n: int) -> int:
+        """Sequential halving at the root; spends exactly ``budget`` playouts
+        (fewer only if every considered move runs out). Sets
+        ``self._gumbel_result`` to (action, improved policy)."""
+        cfg = self.cfg
+        r = self.nodes[self.root_node()]
+        first, k = int(r["first"]), int(r["nchild"])
+        a_count = n * n + 1
+        logits = np.full(a_count, -np.inf)
+        child_of = np.full(a_count, -1, dtype=np.int64)
+        kids = self.nodes[first : first + k]
+        ok = kids["prior"] > 0
+        acts = kids["action"].astype(np.int64)
+        logits[acts[ok]] = np.log(kids["prior"][ok])
+        child_of[acts] = np.arange(first, first + k)
+        g = self.rng.gumbel(size=a_count)
+        legal = np.isfinite(logits)
+        m = min(cfg.gumbel_considered_moves, int(legal.sum()))
+        spent = 0
+        if m == 0:
+            self._gumbel_result = (n * n, np.eye(a_count, dtype=np.float64)[n * n])
+            return 0
+        order = np.argsort(-(np.where(legal, g + logits, -np.inf)))
+        cand = order[:m]
+        sizes = G.phase_sizes(m)
+        phases = len(sizes)
+        for pi, size in enumerate(sizes):
+            if budget - spent <= 0:
+                break
+            if pi > 0:
+                visits, q, _ = self.stats(n)
+                score = G.score_actions(g, logits, q, visits, cfg.gumbel_c_visit, cfg.gumbel_c_scale)
+                cand = cand[np.argsort(-score[cand], kind="stable")][:size]
+            if pi == phases - 1:
+                per_total = budget - spent
+            else:
+                per_total = min(max(1, budget // (phases * size)) * size, budget - spent)
+            for j in range(per_total):
+                await self.playout(ev, int(child_of[cand[j % len(cand)]]))
+                spent += 1
+        visits, q, prior = self.stats(n)
+        score = G.score_actions(g, logits, q, visits, cfg.gumbel_c_visit, cfg.gumbel_c_scale)
+        best = int(cand[np.argmax(score[cand])])
+        policy = G.improved_policy(logits, q, visits, prior, self.root_value(), cfg.gumbel_c_visit, cfg.gumbel_c_scale)
+        self._gumbel_result = (best, policy)
+        return spent

@@ -1,0 +1,168 @@
+"""PUCT selection and the compiled playout descent.
+
+Vocabulary
+----------
+c(N)        exploration factor ``c_init + ln((N + c_base + 1) / c_base)``.
+FPU         first-play urgency: an unvisited child's Q is the parent's Q minus
+            ``fpu_reduction * sqrt(sum of priors of visited children)``
+            (``fpu_root`` replaces the reduction at the root).
+descend     one playout's way down: replay the root position on the scratch
+            board, choose children by PUCT (or a forced root child, used by
+            Gumbel sequential halving), stop at an unexpanded node (a leaf
+            whose features are then encoded for the network) or at the end of
+            the game (scored at once and backed up: no network request).
+cache key   hash of the leaf's last eight positions, side to move and ko
+            point: two leaves with the same key get the same network output.
+
+``make_descend(encode)`` compiles the descent around one feature encoder
+(encoders are numba functions; calling one passed as an argument would cost
+microseconds per call, so each encoder gets its own compiled descent).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..go import board as B
+from ..go.scoring import area_map
+from .tree import P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, backup
+
+LEAF, TERMINAL, POOL_FULL = 0, 1, 2
+
+
+@njit(cache=True)
+def select_child(nodes, node: int, params, is_root: bool) -> int:
+    """The PUCT choice among ``node``'s children (skipping superko ones)."""
+    nd = nodes[node]
+    parent_visits = nd.visits
+    c = params[P_C_INIT] + math.log((parent_visits + params[P_C_BASE] + 1.0) / params[P_C_BASE])
+    sqrt_n = math.sqrt(max(parent_visits, 1))
+    # parent's Q for its side to move (the opposite of the mover into it)
+    parent_q = -nd.wsum / nd.visits if nd.visits > 0 else 0.0
+    visited_prior = 0.0
+    for i in range(nd.first, nd.first + nd.nchild):
+        if nodes[i].visits > 0 and nodes[i].prior > 0.0:
+            visited_prior += nodes[i].prior
+    red = params[P_FPU_ROOT] if is_root else params[P_FPU_REDUCTION]
+    fpu = parent_q - red * math.sqrt(visited_prior)
+    best = -1
+    best_score = -1e30
+    for i in range(nd.first, nd.first + nd.nchild):
+        ch = nodes[i]
+        if ch.prior < 0.0:
+            continue
+        if ch.visits > 0:
+            q = ch.wsum / ch.visits
+        else:
+            q = fpu
+        s = q + c * ch.prior * sqrt_n / (1.0 + ch.visits)
+        if s > best_score:
+            best_score = s
+            best = i
+    return best
+
+
+@njit(cache=True)
+def _seen_before(w, h, depth: int) -> bool:
+    for i in range(w.n_game_hash):
+        if w.game_hash[i] == h:
+            return True
+    for i in range(1, depth + 1):
+        if w.path_hash[i] == h:
+            return True
+    return False
+
+
+@njit(cache=True)
+def cache_key(rec) -> np.uint64:
+    """Hash of what the network sees: recent positions, side to move, ko."""
+    k = np.uint64(0x243F6A8885A308D3)
+    m = np.uint64(0x100000001B3)
+    depth = min(rec.move_num, B.HISTORY - 1)
+    for i in range(depth + 1):
+        h = rec.hist_hash[(rec.hist_pos - i) % B.HISTORY]
+        k = (k ^ h) * m
+    k ^= np.uint64(rec.to_move) * np.uint64(0x9E3779B97F4A7C15)
+    k ^= np.uint64(rec.ko) * np.uint64(0xC2B2AE3D27D4EB4F)
+    k ^= np.uint64(rec.n) * np.uint64(0x165667B19E3779F9)
+    return k
+
+
+@njit(cache=True)
+def terminal_value(rec) -> float:
+    """Tromp-Taylor result for the side to move: +1 win, -1 loss, 0 jigo."""
+    n = rec.n
+    owner = np.empty(n * n, dtype=np.int8)
+    area_map(rec, owner)
+    s = 0.0
+    for i in range(n * n):
+        if owner[i] == B.BLACK:
+            s += 1.0
+        elif owner[i] == B.WHITE:
+            s -= 1.0
+    s -= rec.komi
+    if rec.to_move == B.WHITE:
+        s = -s
+    if s > 0:
+        return 1.0
+    if s < 0:
+        return -1.0
+    return 0.0
+
+
+def make_descend(encode):
+    """Compile ``descend(ws, nodes, planes, slot, forced) -> status`` for one
+    encoder. ``forced`` >= 0 is the node index of the root child to take."""
+
+    @njit(cache=True)
+    def descend(ws, nodes, planes, slot: int, forced: int) -> int:
+        w = ws[0]
+        while True:
+            w.scratch = w.root
+            rec = w.scratch
+            node = w.root_node
+            depth = 0
+            w.path[0] = node
+            restart = False
+            terminal = False
+            while nodes[node].nchild > 0 and depth < w.path.shape[0] - 1:
+                if depth == 0 and forced >= 0:
+                    child = forced
+                else:
+                    child = select_child(nodes, node, w.params, depth == 0)
+                if child < 0:
+                    break
+                a = nodes[child].action
+                p = B.action_to_point(rec.n, a)
+                B.play(rec, p)
+                h = rec.hash
+                if p != B.PASS and _seen_before(w, h, depth):
+                    # superko: this child can never be played; choose again
+                    nodes[child].prior = -1.0
+                    restart = True
+                    break
+                depth += 1
+                w.path[depth] = child
+                w.path_hash[depth] = h
+                node = child
+                if rec.passes >= 2 or rec.move_num >= w.max_moves:
+                    terminal = True
+                    break
+            if restart:
+                if forced >= 0:
+                    forced = -1
+                continue
+            w.depth = depth
+            w.leaf = node
+            if terminal:
+                v = terminal_value(rec)
+                w.terminal_value = v
+                backup(ws, nodes, v)
+                return TERMINAL
+            encode(rec, planes[slot])
+            w.key = cache_key(rec)
+            return LEAF
+
+    return descend

@@ -1,0 +1,238 @@
+"""The search tree and a game's search workspace, as flat numpy records.
+
+Vocabulary
+----------
+nodes       ``[capacity]`` records of NODE_DTYPE. A node's children are
+            contiguous: ``first .. first + nchild``. ``wsum`` is the sum of
+            values backed up through the node, from the point of view of the
+            player who made the move into it, so ``wsum / visits`` is that
+            player's Q for choosing this child. A child whose move repeats an
+            earlier position (superko) gets ``prior = -1`` and is never chosen.
+workspace   ``[1]`` record of WS_DTYPE per game: the root position, a scratch
+            board that each playout replays from the root, the game's position
+            hashes (superko), the current path and its hashes, the search
+            parameters and the tree's bookkeeping (root node, nodes used).
+value       in ``[-1, 1]`` for the side to move at a node (win minus loss);
+            winrate = (value + 1) / 2.
+params      float64 vector indexed by the P_* constants (PUCT and FPU).
+
+The compiled functions here are shared by PUCT and Gumbel search: allocation,
+expansion from a policy row, backup, root statistics and tree reuse.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..go import board as B
+
+MAX_DEPTH = 512
+MAX_GAME_POSITIONS = 2048
+
+NODE_DTYPE = np.dtype(
+    [
+        ("visits", np.int32),
+        ("nchild", np.int16),
+        ("action", np.int16),
+        ("first", np.int32),
+        ("parent", np.int32),
+        ("prior", np.float32),
+        ("wsum", np.float64),
+    ],
+    align=True,
+)
+
+# params vector
+P_C_INIT, P_C_BASE, P_FPU_REDUCTION, P_FPU_ROOT, P_MAX_MOVES_FACTOR = 0, 1, 2, 3, 4
+N_PARAMS = 8
+
+WS_DTYPE = np.dtype(
+    [
+        ("root", B.BOARD_DTYPE),
+        ("scratch", B.BOARD_DTYPE),
+        ("game_hash", np.uint64, (MAX_GAME_POSITIONS,)),
+        ("path", np.int32, (MAX_DEPTH,)),
+        ("path_hash", np.uint64, (MAX_DEPTH,)),
+        ("params", np.float64, (N_PARAMS,)),
+        ("n_game_hash", np.int32),
+        ("depth", np.int32),
+        ("leaf", np.int32),
+        ("root_node", np.int32),
+        ("used", np.int32),
+        ("max_moves", np.int32),
+        ("key", np.uint64),
+        ("terminal_value", np.float64),
+    ],
+    align=True,
+)
+
+
+def new_workspace() -> np.ndarray:
+    return np.zeros(1, dtype=WS_DTYPE)
+
+
+def new_nodes(capacity: int) -> np.ndarray:
+    return np.zeros(capacity, dtype=NODE_DTYPE)
+
+
+@njit(cache=True)
+def tree_reset(ws, nodes) -> None:
+    """Drop the whole tree: one fresh, unexpanded root at node 0."""
+    w = ws[0]
+    w.root_node = 0
+    w.used = 1
+    r = nodes[0]
+    r.visits = 0
+    r.nchild = 0
+    r.action = -1
+    r.first = -1
+    r.parent = -1
+    r.prior = 1.0
+    r.wsum = 0.0
+
+
+@njit(cache=True)
+def expand(ws, nodes, node: int, policy, row: int) -> int:
+    """Give ``node`` one child per simple-legal action of the scratch board
+    (the leaf's position), with priors from ``policy[row]`` renormalised
+    over those actions. Returns the number of children, or 0 when the pool
+    is full."""
+    w = ws[0]
+    rec = w.scratch
+    n = rec.n
+    na = n * n + 1
+    # count legal actions first
+    count = 1  # pass
+    for a in range(n * n):
+        p = (a // n + 1) * (n + 2) + a % n + 1
+        if B.is_simple_legal(rec, p):
+            count += 1
+    first = w.used
+    if first + count > nodes.shape[0]:
+        return 0
+    total = 0.0
+    k = first
+    for a in range(na):
+        if a < n * n:
+            p = (a // n + 1) * (n + 2) + a % n + 1
+            if not B.is_simple_legal(rec, p):
+                continue
+        c = nodes[k]
+        c.visits = 0
+        c.nchild = 0
+        c.action = a
+        c.first = -1
+        c.parent = node
+        pr = policy[row, a]
+        c.prior = pr
+        c.wsum = 0.0
+        total += pr
+        k += 1
+    if total > 0.0:
+        inv = 1.0 / total
+        for i in range(first, first + count):
+            nodes[i].prior = nodes[i].prior * inv
+    else:
+        u = 1.0 / count
+        for i in range(first, first + count):
+            nodes[i].prior = u
+    nodes[node].first = first
+    nodes[node].nchild = count
+    w.used = first + count
+    return count
+
+
+@njit(cache=True)
+def backup(ws, nodes, value: float) -> None:
+    """Add ``value`` (for the side to move at the leaf) along the path."""
+    w = ws[0]
+    v = -value  # the player who moved into the leaf sees the opposite
+    for i in range(w.depth, -1, -1):
+        nd = nodes[w.path[i]]
+        nd.visits += 1
+        nd.wsum += v
+        v = -v
+
+
+@njit(cache=True)
+def expand_backup(ws, nodes, policy, wdl, row: int) -> None:
+    """Finish a playout: expand the leaf from ``policy[row]`` and back up the
+    value ``wdl[row, 0] - wdl[row, 2]``."""
+    w = ws[0]
+    leaf = w.leaf
+    if nodes[leaf].nchild == 0:
+        expand(ws, nodes, leaf, policy, row)
+    backup(ws, nodes, wdl[row, 0] - wdl[row, 2])
+
+
+@njit(cache=True)
+def root_stats(ws, nodes, visits, q, prior) -> int:
+    """Write per-action visits, Q (root player's view; 0 unvisited) and prior
+    of the root's children into ``[A]`` arrays; actions without a child get
+    visits 0 and prior 0. Returns the number of children."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    for a in range(visits.shape[0]):
+        visits[a] = 0
+        q[a] = 0.0
+        prior[a] = 0.0
+    for i in range(root.first, root.first + root.nchild):
+        c = nodes[i]
+        a = c.action
+        visits[a] = c.visits
+        prior[a] = max(c.prior, 0.0)
+        if c.visits > 0:
+            q[a] = c.wsum / c.visits
+    return root.nchild
+
+
+@njit(cache=True)
+def advance(ws, nodes, action: int) -> bool:
+    """Make the root's child for ``action`` the new root (tree reuse).
+    Returns False (and resets the tree) when that child is not expanded."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    for i in range(root.first, root.first + root.nchild):
+        if nodes[i].action == action:
+            if nodes[i].nchild > 0:
+                w.root_node = i
+                nodes[i].parent = -1
+                return True
+            break
+    tree_reset(ws, nodes)
+    return False
+
+
+@njit(cache=True)
+def child_index(ws, nodes, action: int) -> int:
+    """Node index of the root's child for ``action``; -1 when none."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    for i in range(root.first, root.first + root.nchild):
+        if nodes[i].action == action:
+            return i
+    return -1
+
+
+@njit(cache=True)
+def principal_variation(ws, nodes, start: int, out) -> int:
+    """Follow the most visited child from node ``start``; writes actions into
+    ``out`` and returns how many."""
+    k = 0
+    node = start
+    while k < out.shape[0]:
+        nd = nodes[node]
+        if nd.nchild == 0:
+            break
+        best = -1
+        bv = 0
+        for i in range(nd.first, nd.first + nd.nchild):
+            if nodes[i].visits > bv:
+                bv = nodes[i].visits
+                best = i
+        if best < 0:
+            break
+        out[k] = nodes[best].action
+        k += 1
+        node = best
+    return k
