@@ -21,7 +21,8 @@ def parse_vertex(text: str, n: int) -> tuple[int, int] | None:
     s = text.strip().upper()
     if s == "PASS":
         return None
-    if len(s) < 2 or not s[1:].isdigit() or s[0] not in COLUMNS:
+    digits = s[1:]
+    if len(s) < 2 or not (digits.isascii() and digits.isdigit()) or s[0] not in COLUMNS:
         raise VertexError(f"invalid vertex {text!r}")
     x = COLUMNS.index(s[0])
     y = int(s[1:]) - 1

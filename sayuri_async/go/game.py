@@ -180,7 +180,9 @@ class Game:
         why = self.why_illegal(action, color)
         if why is not None:
             who = "black" if (color or self.to_move) == B.BLACK else "white"
-            raise IllegalMove(f"illegal move {who} {action_to_vertex(action, self.size)}: {why}")
+            n = self.size
+            where = action_to_vertex(action, n) if 0 <= action <= n * n else f"action {action}"
+            raise IllegalMove(f"illegal move {who} {where}: {why}")
         self._undo.append(_Undo(self.arr.copy(), self._n_hashes))
         rec = self.rec
         if color is not None and color != int(rec["to_move"]):
