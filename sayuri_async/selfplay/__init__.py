@@ -1,0 +1,1 @@
+"""Self-play: games as coroutines over the batching queue, chunks and SGF."""

@@ -1,0 +1,78 @@
+"""``sayuri-async selfplay``: command-line options over the config file.
+
+Options given on the command line override the file's ``[selfplay]`` table.
+Without ``--weights`` the random backend plays (no GPU work).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..configfile import ConfigError
+from .config import load_selfplay_config
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "selfplay-9x9.toml"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sayuri-async selfplay", description="Self-play games with a live view.")
+    p.add_argument("--config", help="TOML config (default: configs/selfplay-9x9.toml when present)")
+    p.add_argument("--weights", help="network weights (.safetensors); random network when absent")
+    p.add_argument("--out", help="output folder (data/ and sgf/ go under it)")
+    p.add_argument("--num-games", type=int, help="games to play (0: until Ctrl-C)")
+    p.add_argument("--parallel-games", type=int, help="games in flight per process")
+    p.add_argument("--batch-size", type=int, help="network batch size per process")
+    p.add_argument("--timeout-ms", type=float, help="flush a partial batch after this wait")
+    p.add_argument("--playouts", type=int, help="playouts per full search")
+    p.add_argument("--board-size", type=int, action="append", dest="board_sizes", help="board size (repeatable)")
+    p.add_argument("--procs", type=int, help="engine processes per device")
+    p.add_argument("--device", help="cpu, cuda:0, or a list like cuda:0,cuda:1")
+    p.add_argument("--seed", type=int, help="random seed (0: fresh)")
+    p.add_argument("--no-tui", action="store_true", help="plain progress lines instead of the live view")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
+    overrides = {
+        "weights": args.weights, "out": args.out, "num_games": args.num_games,
+        "parallel_games": args.parallel_games, "batch_size": args.batch_size, "timeout_ms": args.timeout_ms,
+        "playouts": args.playouts, "board_sizes": args.board_sizes, "procs": args.procs,
+        "device": args.device, "seed": args.seed,
+    }
+    try:
+        cfg = load_selfplay_config(config, overrides)
+    except ConfigError as e:
+        print(f"sayuri-async selfplay: {e}", file=sys.stderr)
+        return 2
+    if cfg.weights and not Path(cfg.weights).is_file():
+        print(f"sayuri-async selfplay: weights file {cfg.weights} does not exist", file=sys.stderr)
+        return 2
+    from .report import PlainReporter
+    from .runner import run_selfplay
+
+    reporter = None
+    if not args.no_tui and sys.stdout.isatty():
+        try:
+            from .tui import TuiReporter
+        except ImportError:
+            TuiReporter = None
+        if TuiReporter is not None:
+            reporter = TuiReporter(cfg)
+    if reporter is None:
+        reporter = PlainReporter()
+        net = cfg.weights or "random network (no weights)"
+        print(f"self-play: {net} on {cfg.device}, boards {cfg.board_sizes}, {cfg.parallel_games} games x "
+              f"{cfg.procs} proc(s), batch {cfg.batch_size}, playouts {cfg.playouts}, out {cfg.out}", flush=True)
+    try:
+        run_selfplay(cfg, reporter)
+    except Exception as e:  # a weights or device problem: say it plainly
+        from ..net.weights import WeightsError
+
+        if isinstance(e, WeightsError):
+            print(f"sayuri-async selfplay: {e}", file=sys.stderr)
+            return 2
+        raise
+    return 0

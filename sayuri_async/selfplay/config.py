@@ -1,0 +1,103 @@
+"""Self-play settings: one dataclass, filled from a TOML file and the command
+line. ``configs/selfplay-9x9.toml`` documents every option.
+
+Vocabulary (Sayuri's self-play names)
+-------------------------------------
+playouts            playouts per full search.
+reduce_playouts / reduce_playouts_prob
+                    playout cap randomization: with that probability a move
+                    gets a cheap search of ``reduce_playouts`` playouts, without
+                    noise, and is not recorded as a policy target.
+gumbel / gumbel_playouts_threshold
+                    Gumbel root search for searches with fewer playouts than
+                    the threshold (PUCT with Dirichlet noise otherwise).
+random_moves_factor the first ``factor * N*N`` moves are sampled in proportion
+                    to visits (PUCT), for opening variety.
+resign_threshold    resign when the root winrate stays below it for
+                    ``resign_consecutive`` moves (0 disables);
+                    ``resign_discard_prob`` plays such a game out anyway and
+                    flags the positions after the would-be resignation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..configfile import ConfigError, fill, read_toml
+from ..search.mcts import SearchConfig
+
+
+@dataclass
+class SelfplayConfig:
+    board_sizes: list[int] = field(default_factory=lambda: [9])
+    board_size_weights: list[float] = field(default_factory=list)
+    komi: float = 7.5
+    komi_stddev: float = 0.0
+    num_games: int = 0  # 0: until stopped
+    parallel_games: int = 64
+    batch_size: int = 32
+    timeout_ms: float = 5.0
+    cache_size: int = 0
+    playouts: int = 100
+    reduce_playouts: int = 0
+    reduce_playouts_prob: float = 0.0
+    gumbel: bool = False
+    gumbel_playouts_threshold: int = 0
+    dirichlet_noise: bool = True
+    random_moves_factor: float = 0.0
+    resign_threshold: float = 0.0
+    resign_consecutive: int = 3
+    resign_discard_prob: float = 0.0
+    chunk_games: int = 50
+    write_sgf: bool = True
+    seed: int = 0  # 0: a fresh seed each run
+    weights: str = ""
+    device: str = "cpu"
+    procs: int = 1
+    out: str = "runs/selfplay"
+    search: SearchConfig = field(default_factory=SearchConfig)
+
+    def __post_init__(self) -> None:
+        for s in self.board_sizes:
+            if not 7 <= s <= 19:
+                raise ValueError(f"board size {s} is outside 7..19")
+        if not self.board_sizes:
+            raise ValueError("board_sizes is empty")
+        if self.board_size_weights and len(self.board_size_weights) != len(self.board_sizes):
+            raise ValueError("board_size_weights needs one weight per board size")
+        checks = [
+            (self.parallel_games >= 1, "parallel_games must be at least 1"),
+            (self.batch_size >= 1, "batch_size must be at least 1"),
+            (self.timeout_ms >= 0, "timeout_ms must not be negative"),
+            (self.playouts >= 1, "playouts must be at least 1"),
+            (0 <= self.reduce_playouts_prob <= 1, "reduce_playouts_prob must be in [0, 1]"),
+            (0 <= self.resign_threshold < 1, "resign_threshold must be in [0, 1)"),
+            (0 <= self.resign_discard_prob <= 1, "resign_discard_prob must be in [0, 1]"),
+            (self.komi_stddev >= 0, "komi_stddev must not be negative"),
+            (self.chunk_games >= 1, "chunk_games must be at least 1"),
+            (self.procs >= 1, "procs must be at least 1"),
+            (self.num_games >= 0, "num_games must not be negative"),
+            (self.cache_size >= 0, "cache_size must not be negative"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise ValueError(msg)
+
+
+def load_selfplay_config(path: str | None, overrides: dict | None = None) -> SelfplayConfig:
+    """The config file's ``[selfplay]`` table (and ``[search]`` into
+    ``search``), then ``overrides`` (command-line values)."""
+    data: dict = {}
+    where = "command line"
+    if path:
+        raw = read_toml(path)
+        unknown = set(raw) - {"selfplay", "search"}
+        if unknown:
+            raise ConfigError(f"{path}: unknown table(s) {sorted(unknown)} (expected [selfplay] and [search])")
+        data = dict(raw.get("selfplay", {}))
+        if "search" in raw:
+            data["search"] = raw["search"]
+        where = str(path)
+    cfg = fill(SelfplayConfig, data, where)
+    if overrides:
+        cfg = fill(SelfplayConfig, {k: v for k, v in overrides.items() if v is not None}, "command line", cfg)
+    return cfg

@@ -1,0 +1,212 @@
+"""The self-play engine of one process: game workers, batchers, the writer.
+
+Vocabulary
+----------
+Engine      owns one backend, one batcher per board size (sharing one worker
+            thread: one device, one stream), ``parallel_games`` worker
+            coroutines and a ChunkWriter. ``await engine.run()`` plays until
+            ``num_games`` games are finished or ``stop()`` is called.
+worker      a coroutine that plays games one after another; workers above the
+            current ``parallel_games`` leave after their game, new ones start
+            when it grows.
+status      ``engine.status()``: a plain dict (it crosses process
+            boundaries) with the merged counters, the loop's CPU time, the
+            live settings and the games in progress. ``infer/stats.rates``
+            turns two of them into the figures the TUI shows.
+controls    ``set_batch_size``, ``set_parallel_games``, ``set_timeout_ms``,
+            ``pause``/``resume``, ``stop``: take effect at once (the batcher
+            switches size at its next flush).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+
+import numpy as np
+
+from ..infer.batcher import Batcher
+from ..infer.stats import Counters, LoopClock, merge
+from ..search.mcts import Search
+from .config import SelfplayConfig
+from .game import LiveGame, play_game
+from .writer import ChunkWriter
+
+
+class Engine:
+    def __init__(self, cfg: SelfplayConfig, backend, tag: str | None = None, writer: ChunkWriter | None = None,
+                 num_games: int | None = None) -> None:
+        self.cfg = cfg
+        self.backend = backend
+        self.encoder = backend.encoder
+        self.tag = tag or f"{os.getpid()}"
+        seed = cfg.seed or int.from_bytes(os.urandom(8), "little")
+        self.rng = np.random.default_rng([seed, os.getpid()])
+        self.num_games = cfg.num_games if num_games is None else num_games
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"infer-{backend.device}")
+        max_batch = max(cfg.batch_size, 1)
+        self.batchers = {
+            n: Batcher(backend, n, cfg.batch_size, cfg.timeout_ms, max_batch=max_batch,
+                       cache_size=cfg.cache_size, executor=self.executor, counters=Counters())
+            for n in sorted(set(cfg.board_sizes))
+        }
+        self.writer = writer or ChunkWriter(cfg.out, self.encoder, backend.planes, cfg.chunk_games, self.tag,
+                                            generator=getattr(backend, "name", "random"), write_sgf=cfg.write_sgf)
+        self.parallel_games = cfg.parallel_games
+        self.live: dict[int, LiveGame] = {}
+        self.started = 0
+        self.finished = 0
+        self._stop = False
+        self._paused = asyncio.Event()
+        self._paused.set()
+        self._workers: set[asyncio.Task] = set()
+        self._next_worker = 0
+        self._clock: LoopClock | None = None
+        self._t0 = time.perf_counter()
+        self._done: asyncio.Event | None = None
+        weights = np.asarray(cfg.board_size_weights or [1.0] * len(cfg.board_sizes), dtype=np.float64)
+        self._size_p = weights / weights.sum()
+
+    # ---- controls ------------------------------------------------------
+    def set_batch_size(self, b: int) -> None:
+        for bt in self.batchers.values():
+            bt.batch_size = max(1, int(b))
+
+    def set_timeout_ms(self, ms: float) -> None:
+        for bt in self.batchers.values():
+            bt.timeout_ms = max(0.0, float(ms))
+
+    def set_parallel_games(self, n: int) -> None:
+        self.parallel_games = max(1, int(n))
+        self._spawn_workers()
+
+    def pause(self) -> None:
+        self._paused.clear()
+
+    def resume(self) -> None:
+        self._paused.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._paused.is_set()
+
+    def stop(self) -> None:
+        self._stop = True
+        self._paused.set()
+        for bt in self.batchers.values():
+            bt._check_all_waiting()
+
+    def control(self, cmd: dict) -> None:
+        """Apply a control message: {"batch_size": b} etc."""
+        if "batch_size" in cmd:
+            self.set_batch_size(cmd["batch_size"])
+        if "parallel_games" in cmd:
+            self.set_parallel_games(cmd["parallel_games"])
+        if "timeout_ms" in cmd:
+            self.set_timeout_ms(cmd["timeout_ms"])
+        if cmd.get("pause") is True:
+            self.pause()
+        if cmd.get("pause") is False:
+            self.resume()
+        if cmd.get("stop"):
+            self.stop()
+
+    # ---- running -------------------------------------------------------
+    def _want_more_games(self) -> bool:
+        return not self._stop and (self.num_games <= 0 or self.started < self.num_games)
+
+    def _spawn_workers(self) -> None:
+        if self._done is None:
+            return
+        while len(self._workers) < self.parallel_games and self._want_more_games():
+            wid = self._next_worker
+            self._next_worker += 1
+            t = asyncio.get_running_loop().create_task(self._worker(wid))
+            self._workers.add(t)
+            t.add_done_callback(self._worker_done)
+
+    def _worker_done(self, t: asyncio.Task) -> None:
+        self._workers.discard(t)
+        if not t.cancelled() and t.exception() is not None and self._error is None:
+            self._error = t.exception()
+            self.stop()
+        if not self._workers and self._done is not None:
+            self._done.set()
+
+    async def _gate(self, batcher: Batcher) -> None:
+        if not self._paused.is_set():
+            batcher.detach()
+            await self._paused.wait()
+            batcher.attach()
+
+    async def _worker(self, wid: int) -> None:
+        search = Search(self.cfg.search, self.encoder, rng=np.random.default_rng(self.rng.integers(1 << 62)))
+        while self._want_more_games() and len(self._workers) <= self.parallel_games:
+            await self._paused.wait()
+            if not self._want_more_games():
+                break
+            self.started += 1
+            size = int(self.rng.choice(self.cfg.board_sizes, p=self._size_p))
+            batcher = self.batchers[size]
+            live = self.live[wid] = LiveGame(size)
+            batcher.attach()
+            try:
+                rec = await play_game(self.cfg, search, batcher, self.rng, size, self.encoder, live,
+                                      stop=lambda: self._stop, gate=lambda: self._gate(batcher))
+            finally:
+                batcher.detach()
+                self.live.pop(wid, None)
+            if rec is None:
+                break
+            self.finished += 1
+            self.writer.add(rec)
+            if len(self._workers) > self.parallel_games:
+                break
+
+    async def run(self) -> None:
+        """Play until ``num_games`` are done or ``stop()``; then write what is
+        pending (whole games only)."""
+        self._clock = LoopClock()
+        self._t0 = time.perf_counter()
+        self._done = asyncio.Event()
+        self._error: BaseException | None = None
+        self._spawn_workers()
+        if self._workers:
+            await self._done.wait()
+        self.writer.close()
+        if self._error is not None:
+            raise self._error
+
+    def close(self) -> None:
+        for bt in self.batchers.values():
+            bt.close()
+        self.executor.shutdown(wait=True)
+
+    # ---- figures -------------------------------------------------------
+    def status(self) -> dict:
+        counters = merge([self._counter_dict(bt.counters) for bt in self.batchers.values()])
+        return {
+            "t": time.perf_counter(),
+            "elapsed": time.perf_counter() - self._t0,
+            "loop_cpu_s": self._clock.cpu_s() if self._clock else 0.0,
+            "counters": counters,
+            "settings": {
+                "batch_size": next(iter(self.batchers.values())).batch_size,
+                "parallel_games": self.parallel_games,
+                "timeout_ms": next(iter(self.batchers.values())).timeout_ms,
+                "paused": self.paused,
+            },
+            "games": [asdict(g) for g in self.live.values()],
+            "finished": self.finished,
+            "chunks": self.writer.chunks_written,
+            "positions_written": self.writer.positions_written,
+            "pid": os.getpid(),
+        }
+
+    @staticmethod
+    def _counter_dict(c: Counters) -> dict:
+        d = asdict(c)
+        d["hist"] = c.hist.copy()
+        return d

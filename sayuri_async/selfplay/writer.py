@@ -1,0 +1,189 @@
+"""Training-data chunks and SGF files from finished games.
+
+Vocabulary
+----------
+ChunkWriter  collects GameRecords per board size and writes a chunk (the
+             ``.npz`` schema of ``docs/data-format.md``) every ``chunk_games``
+             games and on ``close()``; every file goes through a temporary
+             name and a rename (``fileio.atomic_path``).
+chunk name   ``chunk-<tag>-<serial>.npz``; ``tag`` tells processes apart.
+read_chunk   loads and checks a chunk: any missing key, wrong dtype or shape
+             raises ChunkError naming the file and the problem.
+"""
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ..fileio import atomic_path
+from ..go import board as B
+from ..go.sgf import SgfInfo, save_sgf_file
+from .game import GameRecord
+
+FORMAT = "sayuri-async-chunk"
+VERSION = 1
+
+
+class ChunkError(ValueError):
+    """A chunk file that cannot be used; the message names the file."""
+
+
+def records_to_arrays(records: list[GameRecord], planes: int) -> dict[str, np.ndarray]:
+    """The per-position arrays of a chunk from finished games of one size."""
+    n = records[0].size
+    a_count = n * n + 1
+    rows = sum(len(r) for r in records)
+    packed = (n * n + 7) // 8
+    out = {
+        "planes": np.zeros((rows, planes, packed), dtype=np.uint8),
+        "policy": np.zeros((rows, a_count), dtype=np.float16),
+        "next_action": np.full(rows, -1, dtype=np.int16),
+        "action": np.zeros(rows, dtype=np.int16),
+        "wdl": np.zeros((rows, 3), dtype=np.float32),
+        "score": np.zeros(rows, dtype=np.float32),
+        "ownership": np.zeros((rows, n * n), dtype=np.int8),
+        "to_move": np.zeros(rows, dtype=np.int8),
+        "komi": np.zeros(rows, dtype=np.float32),
+        "full_search": np.zeros(rows, dtype=bool),
+        "after_resign": np.zeros(rows, dtype=bool),
+        "game": np.zeros(rows, dtype=np.int32),
+        "root_value": np.zeros(rows, dtype=np.float32),
+    }
+    i = 0
+    for gi, r in enumerate(records):
+        m = len(r)
+        if m == 0:
+            continue
+        sl = slice(i, i + m)
+        out["planes"][sl] = np.stack(r.planes)
+        out["policy"][sl] = np.stack(r.policy).astype(np.float16)
+        acts = np.asarray(r.action, dtype=np.int16)
+        out["action"][sl] = acts
+        out["next_action"][i : i + m - 1] = acts[1:]
+        tm = np.asarray(r.to_move, dtype=np.int8)
+        out["to_move"][sl] = tm
+        sign = np.where(tm == B.BLACK, 1.0, -1.0).astype(np.float32)  # black's view -> side to move
+        s = sign * np.float32(r.score)
+        out["score"][sl] = s
+        out["wdl"][sl, 0] = s > 0
+        out["wdl"][sl, 1] = s == 0
+        out["wdl"][sl, 2] = s < 0
+        own = np.rint(r.ownership).astype(np.int8)
+        out["ownership"][sl] = own[None, :] * sign[:, None].astype(np.int8)
+        out["komi"][sl] = r.komi
+        out["full_search"][sl] = r.full_search
+        out["after_resign"][sl] = r.after_resign
+        out["game"][sl] = gi
+        out["root_value"][sl] = r.root_value
+        i += m
+    return out
+
+
+def write_chunk(path: str | os.PathLike, records: list[GameRecord], encoder: str, planes: int, generator: str) -> int:
+    """Write one chunk atomically; returns the number of positions."""
+    arrays = records_to_arrays(records, planes)
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "encoder": encoder,
+        "planes": planes,
+        "board_size": records[0].size,
+        "games": len(records),
+        "generator": generator,
+    }
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, meta=np.array(json.dumps(meta)), **arrays)
+    return int(arrays["action"].shape[0])
+
+
+_DTYPES = {
+    "planes": np.uint8, "policy": np.float16, "next_action": np.int16, "action": np.int16,
+    "wdl": np.float32, "score": np.float32, "ownership": np.int8, "to_move": np.int8,
+    "komi": np.float32, "full_search": np.bool_, "after_resign": np.bool_, "game": np.int32,
+    "root_value": np.float32,
+}
+
+
+def read_chunk(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
+    """``(meta, arrays)`` of a chunk, checked against the documented schema."""
+    p = Path(path)
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise ChunkError(f"{p}: not a readable chunk ({e})") from None
+    if "meta" not in data:
+        raise ChunkError(f"{p}: no 'meta' entry")
+    try:
+        meta = json.loads(str(data.pop("meta")))
+    except json.JSONDecodeError as e:
+        raise ChunkError(f"{p}: meta is not JSON ({e})") from None
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise ChunkError(f"{p}: format {meta.get('format')!r} version {meta.get('version')!r} is not {FORMAT} {VERSION}")
+    n = int(meta["board_size"])
+    c = int(meta["planes"])
+    missing = set(_DTYPES) - set(data)
+    if missing:
+        raise ChunkError(f"{p}: missing arrays {sorted(missing)}")
+    m = data["action"].shape[0]
+    shapes = {
+        "planes": (m, c, (n * n + 7) // 8), "policy": (m, n * n + 1), "wdl": (m, 3), "ownership": (m, n * n),
+    }
+    for k, dt in _DTYPES.items():
+        arr = data[k]
+        if arr.dtype != dt:
+            raise ChunkError(f"{p}: array {k!r} has dtype {arr.dtype}, expected {np.dtype(dt)}")
+        want = shapes.get(k, (m,))
+        if arr.shape != want:
+            raise ChunkError(f"{p}: array {k!r} has shape {arr.shape}, expected {want}")
+    return meta, data
+
+
+class ChunkWriter:
+    def __init__(self, out_dir: str | os.PathLike, encoder: str, planes: int, chunk_games: int,
+                 tag: str, generator: str, write_sgf: bool = True) -> None:
+        self.data_dir = Path(out_dir) / "data"
+        self.sgf_dir = Path(out_dir) / "sgf"
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if write_sgf:
+            self.sgf_dir.mkdir(parents=True, exist_ok=True)
+        self.encoder, self.planes = encoder, planes
+        self.chunk_games = chunk_games
+        self.tag, self.generator = tag, generator
+        self.write_sgf = write_sgf
+        self._pending: dict[int, list[GameRecord]] = {}
+        self._serial = 0
+        self._games = 0
+        self.chunks_written = 0
+        self.positions_written = 0
+
+    def add(self, rec: GameRecord) -> None:
+        self._games += 1
+        if self.write_sgf and rec.game is not None:
+            info = SgfInfo(black=self.generator, white=self.generator, result=rec.result)
+            save_sgf_file(self.sgf_dir / f"game-{self.tag}-{self._games:06d}.sgf", rec.game, info, result=rec.result)
+        if len(rec) == 0:
+            return
+        bucket = self._pending.setdefault(rec.size, [])
+        bucket.append(rec)
+        if len(bucket) >= self.chunk_games:
+            self._write(rec.size)
+
+    def _write(self, size: int) -> None:
+        recs = self._pending.pop(size, [])
+        if not recs:
+            return
+        self._serial += 1
+        path = self.data_dir / f"chunk-{self.tag}-{self._serial:06d}.npz"
+        self.positions_written += write_chunk(path, recs, self.encoder, self.planes, self.generator)
+        self.chunks_written += 1
+
+    def close(self) -> None:
+        """Write what is pending (whole games only)."""
+        for size in list(self._pending):
+            self._write(size)
