@@ -71,7 +71,6 @@ class Batcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cache: dict[int, tuple] = {}
         self.cache_size = cache_size
-        self._pending_resize: int | None = None
         self._closed = False
 
     # ---- settings ------------------------------------------------------
@@ -84,7 +83,21 @@ class Batcher:
         """Takes effect at the next flush (the filling buffer may be smaller)."""
         value = max(1, int(value))
         if value > self.max_batch:
-            self._pending_resize = value
+            # grow the buffers now; the filling one keeps its requests
+            self.max_batch = value
+            self._free.clear()
+            old = self._cur
+            new = self._new_buffer()
+            k = old.count
+            new.arr[:k] = old.arr[:k]
+            new.futures[:k] = old.futures[:k]
+            new.t_commit[:k] = old.t_commit[:k]
+            new.count = k
+            self._cur = new
+            if self._timer is not None and self._loop is not None:
+                self._timer.cancel()
+                left = self.timeout_ms / 1000.0 - (time.perf_counter() - new.t_commit[0])
+                self._timer = self._loop.call_later(max(left, 0.0), self._on_timeout, new)
         self._batch_size = value
         if self._cur.count >= value and self._cur.count > 0:
             self._flush("full")
@@ -167,10 +180,6 @@ class Batcher:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._pending_resize is not None:
-            self.max_batch = self._pending_resize
-            self._pending_resize = None
-            self._free.clear()
         self._cur = self._new_buffer()
         count = buf.count
         now = time.perf_counter()

@@ -1,0 +1,162 @@
+import asyncio
+import threading
+
+import numpy as np
+
+from sayuri_async.infer.batcher import Batcher
+from sayuri_async.net.backends import NetOutput
+
+
+class FakeBackend:
+    """Echoes plane [0,0,0] of each request as its score; can be held."""
+
+    encoder = "simple-v1"
+    planes = 2
+    name = "fake"
+    device = "cpu"
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.release = threading.Event()
+        self.release.set()
+
+    def alloc_input(self, max_batch, n):
+        return np.zeros((max_batch, self.planes, n, n), dtype=np.uint8)
+
+    def run(self, batch):
+        self.release.wait(5)
+        b, _, n, _ = batch.shape
+        self.calls.append(b)
+        return NetOutput(
+            np.full((b, n * n + 1), 1.0 / (n * n + 1), np.float32),
+            np.tile(np.array([0.5, 0, 0.5], np.float32), (b, 1)),
+            batch[:, 0, 0, 0].astype(np.float32),
+            np.zeros((b, n * n), np.float32),
+        )
+
+
+async def request(bt: Batcher, tag: int):
+    arr, slot = bt.current()
+    arr[slot, 0, 0, 0] = tag
+    out, row = await bt.commit()
+    return float(out.score[row])
+
+
+def test_flush_when_full():
+    async def main():
+        be = FakeBackend()
+        bt = Batcher(be, 5, batch_size=4, timeout_ms=10_000)
+        for _ in range(10):
+            bt.attach()
+        res = await asyncio.wait_for(asyncio.gather(*[request(bt, i + 1) for i in range(4)]), 5)
+        assert res == [1.0, 2.0, 3.0, 4.0]  # each answer is its own request's
+        assert bt.counters.flush == {"full": 1, "waiting": 0, "timeout": 0}
+        assert be.calls == [4]
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_flush_when_every_client_waits():
+    async def main():
+        be = FakeBackend()
+        bt = Batcher(be, 5, batch_size=8, timeout_ms=10_000)
+        for _ in range(3):
+            bt.attach()
+        res = await asyncio.wait_for(asyncio.gather(*[request(bt, i + 7) for i in range(3)]), 5)
+        assert res == [7.0, 8.0, 9.0]
+        assert bt.counters.flush["waiting"] == 1 and bt.counters.flush["full"] == 0
+        assert be.calls == [3]
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_flush_on_timeout():
+    async def main():
+        be = FakeBackend()
+        bt = Batcher(be, 5, batch_size=8, timeout_ms=30)
+        for _ in range(3):
+            bt.attach()
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        res = await asyncio.wait_for(request(bt, 5), 5)
+        waited = loop.time() - t0
+        assert res == 5.0
+        assert bt.counters.flush == {"full": 0, "waiting": 0, "timeout": 1}
+        assert 0.025 <= waited < 2.0
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_detach_of_the_last_busy_client_flushes():
+    async def main():
+        be = FakeBackend()
+        bt = Batcher(be, 5, batch_size=8, timeout_ms=10_000)
+        bt.attach()
+        bt.attach()
+        task = asyncio.ensure_future(request(bt, 3))
+        await asyncio.sleep(0.05)
+        assert not task.done()  # one of two clients waits: no flush yet
+        bt.detach()  # the other leaves: nothing more can arrive
+        assert await asyncio.wait_for(task, 5) == 3.0
+        assert bt.counters.flush["waiting"] == 1
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_next_batch_fills_while_one_is_in_flight():
+    async def main():
+        be = FakeBackend()
+        be.release.clear()  # hold the worker
+        bt = Batcher(be, 5, batch_size=2, timeout_ms=10_000)
+        for _ in range(8):
+            bt.attach()
+        first = asyncio.ensure_future(asyncio.gather(request(bt, 1), request(bt, 2)))
+        await asyncio.sleep(0.02)
+        second = asyncio.ensure_future(asyncio.gather(request(bt, 3), request(bt, 4)))
+        await asyncio.sleep(0.02)
+        # the loop stayed free: the second batch was filled and dispatched
+        assert bt.counters.in_flight == 2 and bt.counters.queue_depth == 4
+        be.release.set()
+        assert await asyncio.wait_for(first, 5) == [1.0, 2.0]
+        assert await asyncio.wait_for(second, 5) == [3.0, 4.0]
+        assert be.calls == [2, 2]
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_batch_size_change_applies_at_next_flush():
+    async def main():
+        be = FakeBackend()
+        bt = Batcher(be, 5, batch_size=2, timeout_ms=10_000)
+        for _ in range(10):
+            bt.attach()
+        bt.batch_size = 4  # larger than the buffers: they are replaced
+        res = await asyncio.wait_for(asyncio.gather(*[request(bt, i) for i in range(4)]), 5)
+        assert res == [0.0, 1.0, 2.0, 3.0]
+        assert be.calls == [4]
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_cache_returns_copies_of_rows():
+    async def main():
+        be = FakeBackend()
+        bt = Batcher(be, 5, batch_size=1, timeout_ms=10_000, cache_size=4)
+        bt.attach()
+        arr, slot = bt.current()
+        arr[slot, 0, 0, 0] = 9
+        out, row = await bt.commit()
+        bt.cache_put(1234, out, row)
+        hit = bt.cache_get(1234)
+        assert hit is not None and float(hit[2][0]) == 9.0
+        assert bt.cache_get(999) is None
+        assert bt.counters.cache_hits == 1 and bt.counters.cache_lookups == 2
+        bt.close()
+
+    asyncio.run(main())

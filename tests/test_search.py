@@ -1,0 +1,118 @@
+import asyncio
+
+import numpy as np
+import pytest
+
+from sayuri_async.go import board as B
+from sayuri_async.go.game import Game
+from sayuri_async.search import gumbel as G
+from sayuri_async.search.mcts import Search, SearchConfig
+
+from helpers_search import InstantEvaluator, material
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def setup(game: Game, black: list[str], white: list[str]) -> None:
+    for v in black:
+        game.play_vertex(v, B.BLACK)
+        game.play_vertex("pass", B.WHITE)
+    for v in white:
+        game.play_vertex("pass", B.BLACK)
+        game.play_vertex(v, B.WHITE)
+
+
+def test_puct_captures_the_big_group_in_atari():
+    g = Game(9)
+    # white group C3 D3 E3 in atari at F3 (black around it), black to move
+    setup(g, ["B3", "C2", "D2", "E2", "C4", "D4", "E4"], ["C3", "D3", "E3"])
+    assert g.to_move == B.BLACK
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(1))
+    ev = InstantEvaluator(9, value_fn=material)
+    res = run(s.run(g, ev, 300))
+    assert res.action == 5 + 2 * 9  # F3: x=5, y=2
+
+
+def test_pass_wins_when_ahead_and_opponent_passed():
+    g = Game(7, komi=0.5)
+    # black owns the left part: a wall on column D; white has nothing
+    for v in ["D1", "D2", "D3", "D4", "D5", "D6", "D7"]:
+        g.play_vertex(v, B.BLACK)
+        g.play_vertex("pass", B.WHITE)
+    # white just passed; black passing ends the game with B+49.5 (all area)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(2))
+    ev = InstantEvaluator(7)  # value 0 everywhere: only the terminal result is informative
+    res = run(s.run(g, ev, 200))
+    assert res.action == 49
+    assert res.q[49] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("budget,k", [(16, 16), (50, 16), (100, 8), (7, 4), (200, 16), (33, 3)])
+def test_gumbel_spends_exactly_the_budget(budget, k):
+    g = Game(9)
+    g.play_vertex("E5")
+    cfg = SearchConfig(gumbel_considered_moves=k)
+    s = Search(cfg, "simple-v1", rng=np.random.default_rng(3))
+    ev = InstantEvaluator(9, value_fn=material)
+    res = run(s.run(g, ev, budget, use_gumbel=True))
+    assert res.playouts == budget
+    assert s.root_visits() == budget
+    assert ev.requests == budget  # no terminal positions this early
+
+
+def test_policy_targets_sum_to_one_over_legal_moves():
+    g = Game(9)
+    for v in ["E5", "D5", "E4", "D4"]:
+        g.play_vertex(v)
+    legal = g.legal_actions().astype(bool)
+    for gum in (False, True):
+        s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(4))
+        res = run(s.run(g, InstantEvaluator(9, value_fn=material), 64, use_gumbel=gum, noise=not gum))
+        assert res.policy.sum() == pytest.approx(1.0, abs=1e-5)
+        assert np.all(res.policy[~legal] == 0)
+        assert legal[res.action]
+
+
+def test_tree_is_reused_after_the_chosen_move():
+    g = Game(9)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(5))
+    ev = InstantEvaluator(9, value_fn=material)
+    res = run(s.run(g, ev, 200))
+    child_visits = int(res.visits[res.action])
+    g.play(res.action)
+    s.sync(g)
+    assert s.root_visits() == child_visits > 0
+
+
+def test_search_never_plays_into_superko():
+    # black E4 takes a ko (captures D4); white may not retake at once, and
+    # whatever the search picks afterwards must be legal (superko included)
+    g = Game(7)
+    for v in ["C4", "D4", "D5", "E5", "D3", "E3", "pass", "F4"]:
+        g.play_vertex(v)
+    g.play_vertex("E4")
+    assert g.why_illegal(3 + 3 * 7) == "ko"
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(6))
+    for _ in range(6):
+        res = run(s.run(g, InstantEvaluator(7, value_fn=material), 40))
+        assert g.is_legal(res.action)
+        assert res.visits[~g.legal_actions().astype(bool)].sum() == 0
+        g.play(res.action)
+
+
+def test_sequential_halving_phases():
+    assert G.phase_sizes(16) == [16, 8, 4, 2]
+    assert G.phase_sizes(3) == [3, 2]
+    assert G.phase_sizes(1) == [1]
+
+
+def test_completed_q_uses_v_mix_for_unvisited():
+    q = np.array([0.5, 0.0, 0.0])
+    visits = np.array([2, 0, 0])
+    prior = np.array([0.5, 0.25, 0.25])
+    cq = G.completed_q(q, visits, prior, root_value=-0.1)
+    # v_mix = (v + N * q_weighted) / (1 + N) = (-0.1 + 2 * 0.5) / 3
+    assert cq[1] == pytest.approx(0.3)
+    assert cq[0] == 0.5
