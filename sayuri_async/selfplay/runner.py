@@ -202,6 +202,9 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
 
 
 def run_selfplay(cfg: SelfplayConfig, reporter) -> list[dict]:
+    from .writer import clean_stale_temp
+
+    clean_stale_temp(cfg.out)
     devices = [d for d in cfg.device.split(",") if d.strip()]
     if cfg.procs == 1 and len(devices) <= 1:
         return run_inprocess(cfg, reporter)

@@ -144,6 +144,19 @@ def read_chunk(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     return meta, data
 
 
+def clean_stale_temp(out_dir: str | os.PathLike) -> int:
+    """Remove temporary files a killed run left in ``data/`` and ``sgf/``
+    (call before any writer of this folder starts). Returns how many."""
+    removed = 0
+    for sub in ("data", "sgf"):
+        d = Path(out_dir) / sub
+        if d.is_dir():
+            for f in d.glob(".*.tmp"):
+                f.unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
 class ChunkWriter:
     def __init__(self, out_dir: str | os.PathLike, encoder: str, planes: int, chunk_games: int,
                  tag: str, generator: str, write_sgf: bool = True) -> None:
