@@ -1,0 +1,16 @@
+"""Training: self-play chunks in, a network the engine loads out.
+
+Vocabulary (each module's docstring says more):
+  config      ``config.py``: the TOML file (``configs/train-*.toml``) as dataclasses.
+  dataset     ``dataset.py``: chunk reading and checking, the replay window,
+              the sharded, shuffled, augmented batch stream.
+  losses      ``losses.py``: the five loss terms and their weighted sum.
+  schedule    ``schedule.py``: warm-up plus piecewise-constant learning rate,
+              counted in samples, and the batch-size rule.
+  trainer     ``trainer.py``: the loop, DDP, EMA/SWA, logging.
+  checkpoint  ``checkpoint.py``: atomic checkpoints, weight exports, the CSV log.
+  cli         ``cli.py``: ``sayuri-async train`` (also ``python -m sayuri_async.train``).
+  plot        ``plot.py``: ``sayuri-async plot``, PNG curves from the CSV log.
+
+``docs/training.md`` is the user's guide.
+"""

@@ -1,0 +1,168 @@
+"""Checkpoints (resumable training state) and weight exports (what the engine loads).
+
+Vocabulary:
+  checkpoint  ``<out>/checkpoints/ckpt-<step 9 digits>.pt``: a ``torch.save``
+              dict with model, optimizer, schedule, averaged (EMA/SWA) weights,
+              step, samples, RNG states and the data position of every reader.
+              It is our own file, read back with ``weights_only=True`` (plain
+              containers and tensors only, never arbitrary objects).
+  atomic      written to a temporary name in the same folder, flushed and
+              fsynced, then renamed over the final name (and the folder
+              fsynced): a reader sees the old file or the whole new one, never
+              half of one, even after a crash or power cut.
+  export      ``<out>/weights/<name>-s<step 9 digits>.safetensors`` through
+              ``sayuri_async.net.weights.save_weights`` (safetensors, no
+              pickle) with metadata about the run; also copied atomically to
+              ``<name>-latest.safetensors``.
+  log         ``<out>/train_log.csv``: one row per logging interval (columns
+              ``LOG_COLUMNS``); on resume, rows after the checkpoint's step are
+              dropped so the file reads as one uninterrupted run.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+
+CHECKPOINT_FORMAT = "sayuri-async-train-checkpoint"
+CHECKPOINT_VERSION = 1
+_CKPT = re.compile(r"^ckpt-(\d+)\.pt$")
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be read; the message names the file."""
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that ``path`` is never seen half-written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def checkpoint_dir(out: str | os.PathLike) -> Path:
+    return Path(out) / "checkpoints"
+
+
+def checkpoint_path(out: str | os.PathLike, step: int) -> Path:
+    return checkpoint_dir(out) / f"ckpt-{step:09d}.pt"
+
+
+def list_checkpoints(out: str | os.PathLike) -> list[tuple[int, Path]]:
+    """``(step, path)`` of every checkpoint under ``out``, oldest first."""
+    folder = checkpoint_dir(out)
+    if not folder.is_dir():
+        return []
+    found = []
+    for p in folder.iterdir():
+        m = _CKPT.match(p.name)
+        if m:
+            found.append((int(m.group(1)), p))
+    return sorted(found)
+
+
+def save_checkpoint(out: str | os.PathLike, step: int, state: dict[str, Any], keep: int) -> Path:
+    """Write ``state`` as the checkpoint for ``step``; keep the newest ``keep``."""
+    state = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **state}
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    path = checkpoint_path(out, step)
+    atomic_write_bytes(path, buf.getvalue())
+    for _, old in list_checkpoints(out)[:-keep]:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise CheckpointError(f"{path}: cannot read checkpoint ({type(e).__name__}: {e})") from None
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path}: not a {CHECKPOINT_FORMAT} file")
+    if state.get("version") != CHECKPOINT_VERSION:
+        raise CheckpointError(f"{path}: checkpoint version {state.get('version')!r}, "
+                              f"this program reads {CHECKPOINT_VERSION}")
+    return state
+
+
+def latest_checkpoint(out: str | os.PathLike) -> Path | None:
+    found = list_checkpoints(out)
+    return found[-1][1] if found else None
+
+
+def export_path(out: str | os.PathLike, name: str, step: int) -> Path:
+    return Path(out) / "weights" / f"{name}-s{step:09d}.safetensors"
+
+
+def export_weights(out: str | os.PathLike, name: str, step: int, net: torch.nn.Module,
+                   meta: dict[str, Any]) -> Path:
+    """Save ``net`` (a ``sayuri_async.net.model.Net``) for the engine; returns the path."""
+    from sayuri_async.net.weights import save_weights
+
+    path = export_path(out, name, step)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_weights(path, net, {"step": step, "name": f"{name}-s{step}", **meta})
+    atomic_write_bytes(path.with_name(f"{name}-latest.safetensors"), path.read_bytes())
+    return path
+
+
+LOG_COLUMNS = ("step", "samples", "lr", "loss", "policy", "opp_policy", "wdl", "score", "ownership",
+               "samples_per_s", "data_wait", "elapsed_s")
+
+
+class CsvLog:
+    """Appends rows to ``<out>/train_log.csv`` (rank 0 only)."""
+
+    def __init__(self, out: str | os.PathLike, resume_step: int | None) -> None:
+        self.path = Path(out) / "train_log.csv"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        kept: list[dict[str, str]] = []
+        if resume_step is not None and self.path.exists():
+            with open(self.path, newline="") as f:
+                kept = [r for r in csv.DictReader(f) if _int(r.get("step")) <= resume_step]
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, LOG_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(kept)
+        atomic_write_bytes(self.path, buf.getvalue().encode())
+
+    def write(self, row: dict[str, float | int]) -> None:
+        with open(self.path, "a", newline="") as f:
+            csv.DictWriter(f, LOG_COLUMNS, extrasaction="ignore").writerow(
+                {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+
+
+def _int(text: str | None) -> int:
+    try:
+        return int(text or "")
+    except ValueError:
+        return 1 << 62

@@ -1,0 +1,95 @@
+"""``sayuri-async train``: command-line options over a training TOML file.
+
+Vocabulary: options given here override the file's values (``--data`` sets
+``[data] dir``, ``--out`` sets ``[run] out``); ``--steps`` is the step count
+to *reach* (a resumed run at step 3000 with ``--steps 5000`` does 2000 more).
+``--nproc K`` starts ``K`` local ranks through torchrun; under torchrun itself
+(``WORLD_SIZE`` set) the option is ignored.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+from sayuri_async.train.config import ConfigError, load_config, override
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="sayuri-async train",
+        description="Train a network on self-play chunks and export weights the engine loads.")
+    p.add_argument("--config", required=True, help="training TOML file (see configs/train-9x9.toml)")
+    p.add_argument("--data", help="folder of chunk files (searched recursively); overrides [data] dir")
+    p.add_argument("--steps", type=int, help="step count to reach (default: the schedule's total)")
+    p.add_argument("--out", help="run folder for checkpoints, weights and the log; overrides [run] out")
+    p.add_argument("--init", metavar="WEIGHTS", help="start from these exported weights instead of [model]")
+    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in the run folder")
+    p.add_argument("--nproc", type=int, default=1, help="local processes (one per GPU) through torchrun")
+    p.add_argument("--device", help="cpu, cuda or cuda:N; overrides [run] device")
+    p.add_argument("--workers", type=int, help="data-loader processes per rank; overrides [data] workers")
+    p.add_argument("--no-progress", action="store_true", help="plain log lines instead of the progress bar")
+    return p
+
+
+def _launch(nproc: int, argv: list[str]) -> int:
+    rest = []
+    skip = False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if a == "--nproc":
+            skip = True
+            continue
+        if a.startswith("--nproc="):
+            continue
+        rest.append(a)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
+           "-m", "sayuri_async.train", *rest]
+    print("launching: " + " ".join(cmd), file=sys.stderr)
+    return subprocess.call(cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    if args.nproc < 1:
+        print("sayuri-async train: --nproc must be at least 1", file=sys.stderr)
+        return 2
+    if args.nproc > 1 and "WORLD_SIZE" not in os.environ:
+        return _launch(args.nproc, argv)
+    if args.steps is not None and args.steps < 0:
+        print("sayuri-async train: --steps must not be negative", file=sys.stderr)
+        return 2
+    try:
+        cfg = load_config(args.config)
+        if args.data is not None:
+            override(cfg, "data", "dir", args.data)
+        if args.workers is not None:
+            override(cfg, "data", "workers", args.workers)
+        if args.out is not None:
+            override(cfg, "run", "out", args.out)
+        if args.device is not None:
+            override(cfg, "run", "device", args.device)
+    except ConfigError as e:
+        print(f"sayuri-async train: {e}", file=sys.stderr)
+        return 2
+    from sayuri_async.train.trainer import TrainError, train
+
+    try:
+        result = train(cfg, steps=args.steps, init=args.init, resume=args.resume,
+                       progress=False if args.no_progress else None)
+    except TrainError as e:
+        print(f"sayuri-async train: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("sayuri-async train: interrupted (the last checkpoint stands)", file=sys.stderr)
+        return 130
+    if int(os.environ.get("RANK", "0")) == 0:
+        done = f"done: step {result.steps}, {result.samples} samples"
+        if result.export:
+            done += f"; weights {result.export}"
+        print(done, file=sys.stderr)
+    return 0

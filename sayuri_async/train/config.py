@@ -1,0 +1,328 @@
+"""Training configuration: TOML files read with ``tomllib`` into dataclasses.
+
+Vocabulary:
+  section   one TOML table (``[data]``, ``[model]``, ``[optim]``, ``[schedule]``,
+            ``[loss]``, ``[average]``, ``[run]``), one dataclass here.
+  unit      how the schedule counts: ``"steps"`` means optimizer steps *at the
+            reference batch*, ``"samples"`` means training positions. The trainer
+            converts either to its own steps for the batch it really uses.
+  global batch  ``optim.batch_size``: positions per optimizer step summed over
+            all ranks; every rank takes ``batch_size / world_size``.
+
+Every key in a file must be a known field and every value must have the right
+type and range; anything else raises :class:`ConfigError` naming the file and
+the key, so a typo never silently falls back to a default. ``[model]`` is
+checked against the network's ``NetConfig`` (``sayuri_async.net.model``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+
+from sayuri_async.configfile import ConfigError
+
+__all__ = ["ConfigError", "TrainConfig", "load_config", "from_dict", "override"]
+
+
+@dataclass
+class DataConfig:
+    dir: str = "runs/9x9/data"
+    board_size: int = 9
+    window_min_positions: int = 100_000
+    window_max_positions: int = 2_000_000
+    window_expand_per_position: float = 0.4
+    window_taper_exponent: float = 0.65
+    shuffle_buffer: int = 50_000
+    workers: int = 4
+    prefetch_batches: int = 4
+    symmetries: bool = True
+
+    def check(self) -> None:
+        _require(7 <= self.board_size <= 25, "board_size", "must be between 7 and 25")
+        _require(self.window_min_positions >= 1, "window_min_positions", "must be at least 1")
+        _require(self.window_max_positions >= self.window_min_positions, "window_max_positions",
+                 "must be at least window_min_positions")
+        _require(self.window_expand_per_position > 0, "window_expand_per_position", "must be positive")
+        _require(0 < self.window_taper_exponent <= 1, "window_taper_exponent", "must be in (0, 1]")
+        _require(self.shuffle_buffer >= 1, "shuffle_buffer", "must be at least 1")
+        _require(self.workers >= 0, "workers", "must be 0 (read in the training process) or more")
+        _require(self.prefetch_batches >= 1, "prefetch_batches", "must be at least 1")
+
+
+@dataclass
+class OptimConfig:
+    optimizer: Literal["sgd", "adamw"] = "sgd"
+    batch_size: int = 256
+    momentum: float = 0.9
+    nesterov: bool = True
+    weight_decay: float = 1e-4
+    decay_norms_and_biases: bool = False
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-8
+    grad_clip_norm: float = 0.0
+
+    def check(self) -> None:
+        _require(self.batch_size >= 1, "batch_size", "must be at least 1")
+        _require(0 <= self.momentum < 1, "momentum", "must be in [0, 1)")
+        _require(self.weight_decay >= 0, "weight_decay", "must not be negative")
+        _require(0 <= self.adam_beta1 < 1, "adam_beta1", "must be in [0, 1)")
+        _require(0 <= self.adam_beta2 < 1, "adam_beta2", "must be in [0, 1)")
+        _require(self.adam_eps > 0, "adam_eps", "must be positive")
+        _require(self.grad_clip_norm >= 0, "grad_clip_norm", "must be 0 (off) or positive")
+        _require(not (self.nesterov and self.optimizer == "sgd" and self.momentum == 0), "nesterov",
+                 "Nesterov momentum needs momentum > 0")
+
+
+@dataclass
+class ScheduleConfig:
+    unit: Literal["steps", "samples"] = "steps"
+    reference_batch: int = 128
+    warmup: int = 2_000
+    boundaries: list[int] = field(default_factory=lambda: [512_000, 1_024_000, 1_536_000, 2_048_000])
+    rates: list[float] = field(default_factory=lambda: [0.005, 0.0025, 0.001, 0.0005, 0.0003])
+    lr_scaling: Literal["linear", "sqrt", "none"] = "linear"
+    total: int = 2_560_000
+
+    def check(self) -> None:
+        _require(self.reference_batch >= 1, "reference_batch", "must be at least 1")
+        _require(self.warmup >= 0, "warmup", "must not be negative")
+        _require(len(self.rates) == len(self.boundaries) + 1, "rates",
+                 f"needs exactly one more entry than boundaries ({len(self.boundaries)} boundaries, "
+                 f"{len(self.rates)} rates)")
+        _require(all(r > 0 and math.isfinite(r) for r in self.rates), "rates", "must all be positive")
+        _require(all(b > 0 for b in self.boundaries), "boundaries", "must all be positive")
+        _require(all(a < b for a, b in zip(self.boundaries, self.boundaries[1:])), "boundaries",
+                 "must be strictly increasing")
+        _require(self.total >= 1, "total", "must be at least 1")
+
+
+@dataclass
+class LossConfig:
+    policy: float = 1.0
+    opp_policy: float = 0.15
+    wdl: float = 1.0
+    score: float = 0.02
+    ownership: float = 1.5
+    score_huber_delta: float = 10.0
+
+    def check(self) -> None:
+        for name in ("policy", "opp_policy", "wdl", "score", "ownership"):
+            value = getattr(self, name)
+            _require(value >= 0 and math.isfinite(value), name, "must be a finite weight >= 0")
+        _require(self.score_huber_delta > 0, "score_huber_delta", "must be positive")
+
+
+@dataclass
+class AverageConfig:
+    mode: Literal["ema", "swa", "none"] = "ema"
+    ema_decay: float = 0.999
+    swa_start: int = 0
+    swa_every: int = 100
+
+    def check(self) -> None:
+        _require(0 < self.ema_decay < 1, "ema_decay", "must be in (0, 1)")
+        _require(self.swa_start >= 0, "swa_start", "must not be negative")
+        _require(self.swa_every >= 1, "swa_every", "must be at least 1")
+
+
+@dataclass
+class RunConfig:
+    out: str = "runs/9x9/train"
+    name: str = "net"
+    seed: int = 1
+    device: str = "auto"
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    channels_last: bool = True
+    backend: Literal["auto", "nccl", "gloo"] = "auto"
+    checkpoint_every: int = 2_000
+    keep_checkpoints: int = 3
+    export_every: int = 10_000
+    log_every: int = 50
+    progress: Literal["auto", "on", "off"] = "auto"
+
+    def check(self) -> None:
+        _require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda"),
+                 "device", "must be auto, cpu, cuda or cuda:N")
+        _require(bool(self.name) and "/" not in self.name, "name", "must be a non-empty file-name prefix")
+        _require(self.checkpoint_every >= 1, "checkpoint_every", "must be at least 1")
+        _require(self.keep_checkpoints >= 1, "keep_checkpoints", "must be at least 1")
+        _require(self.export_every >= 1, "export_every", "must be at least 1")
+        _require(self.log_every >= 1, "log_every", "must be at least 1")
+
+
+@dataclass
+class TrainConfig:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: dict[str, Any] = field(default_factory=dict)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    average: AverageConfig = field(default_factory=AverageConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    source: str = "<defaults>"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out.pop("source")
+        return out
+
+
+SECTIONS: dict[str, type] = {
+    "data": DataConfig, "optim": OptimConfig, "schedule": ScheduleConfig,
+    "loss": LossConfig, "average": AverageConfig, "run": RunConfig,
+}
+
+
+class _Bad(Exception):
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.message = message
+
+
+def _require(ok: bool, key: str, message: str) -> None:
+    if not ok:
+        raise _Bad(key, message)
+
+
+def _convert(key: str, value: Any, annotation: Any) -> Any:
+    """Check ``value`` against a field annotation; ints are accepted for floats."""
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        choices = typing.get_args(annotation)
+        if value not in choices:
+            raise _Bad(key, f"must be one of {', '.join(repr(c) for c in choices)}, not {value!r}")
+        return value
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        if not isinstance(value, list):
+            raise _Bad(key, f"must be a list, not {type(value).__name__}")
+        return [_convert(key, v, item) for v in value]
+    if annotation is bool:
+        if not isinstance(value, bool):
+            raise _Bad(key, f"must be true or false, not {value!r}")
+        return value
+    if annotation is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _Bad(key, f"must be a whole number, not {value!r}")
+        return value
+    if annotation is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Bad(key, f"must be a number, not {value!r}")
+        if not math.isfinite(value):
+            raise _Bad(key, f"must be finite, not {value!r}")
+        return float(value)
+    if annotation is str:
+        if not isinstance(value, str):
+            raise _Bad(key, f"must be a string, not {value!r}")
+        return value
+    raise TypeError(f"unsupported annotation {annotation!r} for {key}")
+
+
+def build_section(cls: type, table: dict[str, Any]) -> Any:
+    """Make one section's dataclass from a TOML table; raises ``_Bad`` on a bad key."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in table.items():
+        if key not in names:
+            known = ", ".join(sorted(names))
+            raise _Bad(key, f"unknown key (known keys: {known})")
+        kwargs[key] = _convert(key, value, hints[key])
+    obj = cls(**kwargs)
+    obj.check()
+    return obj
+
+
+def check_model_table(table: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``[model]`` against the network's ``NetConfig``.
+
+    Returns the table with ``input_planes`` filled in from the encoder when
+    it was left out; a given ``input_planes`` must equal the encoder's.
+    """
+    from sayuri_async.features import get_encoder
+    from sayuri_async.net.model import NetConfig
+
+    defaults = NetConfig()
+    names = {f.name for f in dataclasses.fields(NetConfig)}
+    out = {}
+    for key, value in table.items():
+        if key not in names:
+            raise _Bad(key, f"unknown key (known keys: {', '.join(sorted(names))})")
+        out[key] = _convert(key, value, type(getattr(defaults, key)))
+    encoder = out.get("encoder", defaults.encoder)
+    try:
+        planes = get_encoder(encoder).planes
+    except ValueError as e:
+        raise _Bad("encoder", str(e)) from None
+    if out.setdefault("input_planes", planes) != planes:
+        raise _Bad("input_planes", f"is {out['input_planes']} but encoder {encoder!r} makes {planes} planes")
+    try:
+        NetConfig.from_dict(out)
+    except (TypeError, ValueError) as e:
+        message = str(e)
+        bad = next((k for k in out if k in message), next(iter(table), "model"))
+        raise _Bad(bad, message) from None
+    return out
+
+
+def from_dict(raw: dict[str, Any], source: str = "<dict>", check_model: bool = True) -> TrainConfig:
+    """Build a :class:`TrainConfig` from nested dicts (a parsed TOML document)."""
+    cfg = TrainConfig(source=source)
+    for section, table in raw.items():
+        if section != "model" and section not in SECTIONS:
+            raise ConfigError(f"{source}: unknown section [{section}] "
+                              f"(known: {', '.join(['model', *SECTIONS])})")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: [{section}] must be a table")
+        try:
+            if section == "model":
+                cfg.model = check_model_table(table) if check_model else dict(table)
+            else:
+                setattr(cfg, section, build_section(SECTIONS[section], table))
+        except _Bad as e:
+            raise ConfigError(f"{source}: [{section}] {e.key}: {e.message}") from None
+    if check_model and "model" not in raw:
+        cfg.model = check_model_table({})
+    _check_across(cfg)
+    return cfg
+
+
+def _check_across(cfg: TrainConfig) -> None:
+    """Checks that involve two sections."""
+    lo = cfg.model.get("board_size_min", 7)
+    hi = cfg.model.get("board_size_max", 19)
+    if not lo <= cfg.data.board_size <= hi:
+        raise ConfigError(f"{cfg.source}: [data] board_size: {cfg.data.board_size} is outside the "
+                          f"network's board_size_min..board_size_max ({lo}..{hi})")
+
+
+def load_config(path: str | Path, check_model: bool = True) -> TrainConfig:
+    """Read a training TOML file; every error names ``path`` and the offending key."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    return from_dict(raw, str(path), check_model=check_model)
+
+
+def override(cfg: TrainConfig, section: str, key: str, value: Any, origin: str = "command line") -> None:
+    """Set one value after loading (command-line options), with the same checks."""
+    cls = SECTIONS[section]
+    current = dataclasses.asdict(getattr(cfg, section))
+    current[key] = value
+    try:
+        setattr(cfg, section, build_section(cls, current))
+    except _Bad as e:
+        raise ConfigError(f"{origin}: [{section}] {e.key}: {e.message}") from None

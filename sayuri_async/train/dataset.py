@@ -1,0 +1,402 @@
+"""Reading self-play chunks and streaming shuffled, augmented training batches.
+
+Vocabulary (the chunk format itself is ``docs/data-format.md``):
+  chunk     one ``.npz`` file of positions of one board size.
+  window    the newest chunks holding about ``window_size(total)`` positions,
+            the rest of the data set being too old to train on; chosen once when
+            a run starts (rank 0 scans, every rank uses its list).
+  shard     one reader: shard ``rank * W + w`` for data-loader worker ``w`` of
+            ``W`` on rank ``rank``; ``S = world * W`` shards read disjoint data.
+  pass      one sweep over the window. Pass ``p`` orders the window's files by a
+            permutation drawn from ``(seed, p)``; shard ``s`` takes files
+            ``s, s+S, ...`` (or, with fewer files than shards, every file's rows
+            ``s, s+S, ...``). These (file, row offset, row stride) are *pieces*.
+  block     ``k`` consecutive pieces whose positions fill about
+            ``shuffle_buffer`` rows: loaded together, permuted, cut into batches
+            (the last batch topped up from the block's start). This is the
+            shuffle buffer; because a block depends only on ``(seed, pass,
+            shard, block)``, a reader can restart at any block exactly.
+  position  ``(pass, block, batch)``: where a shard is; the trainer stores the
+            position of the last batch it consumed from each shard, so
+            ``--resume`` replays nothing and skips nothing.
+
+Bad chunks (truncated, wrong shapes, wrong format or size) are skipped with a
+warning naming the file; the warning travels with the next batch so the
+training process prints it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+
+CHUNK_FORMAT = "sayuri-async-chunk"
+CHUNK_VERSION = 1
+_NAME = re.compile(r"chunk-(\d+)-")
+
+
+class ChunkError(Exception):
+    """A chunk that cannot be used; the message starts with its file name."""
+
+
+@dataclass(frozen=True)
+class ChunkInfo:
+    path: str
+    positions: int
+    generation: int
+    mtime: float
+
+
+def _expected(n: int, c: int, m: int) -> dict[str, tuple[tuple[int, ...], str]]:
+    a = n * n + 1
+    return {
+        "planes": ((m, c, (n * n + 7) // 8), "u"),
+        "policy": ((m, a), "f"),
+        "next_action": ((m,), "i"),
+        "action": ((m,), "i"),
+        "wdl": ((m, 3), "f"),
+        "score": ((m,), "f"),
+        "ownership": ((m, n * n), "i"),
+        "to_move": ((m,), "i"),
+        "komi": ((m,), "f"),
+        "full_search": ((m,), "b"),
+        "after_resign": ((m,), "b"),
+        "game": ((m,), "i"),
+        "root_value": ((m,), "f"),
+    }
+
+
+def peek_positions(path: str | os.PathLike) -> int:
+    """Position count of a chunk from the ``action`` array's header (no decompression of data)."""
+    try:
+        with zipfile.ZipFile(path) as z, z.open("action.npy") as f:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, _ = read(f)
+    except Exception as e:  # truncated zip, missing member, bad header
+        raise ChunkError(f"{path}: cannot read chunk header ({type(e).__name__}: {e})") from None
+    if len(shape) != 1:
+        raise ChunkError(f"{path}: 'action' has shape {shape}, expected [M]")
+    return int(shape[0])
+
+
+def read_chunk(path: str | os.PathLike, board_size: int | None = None,
+               encoder: str | None = None, planes: int | None = None) -> dict[str, Any]:
+    """Load and check one chunk; returns its arrays plus ``meta`` (a dict).
+
+    Raises :class:`ChunkError` (message starting with the file name) when the
+    file is unreadable, has the wrong format or version, a missing or
+    misshapen array, non-finite targets, or does not match the wanted board
+    size, encoder or plane count.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as e:
+        raise ChunkError(f"{path}: unreadable ({type(e).__name__}: {e})") from None
+    if "meta" not in arrays:
+        raise ChunkError(f"{path}: no 'meta' entry")
+    try:
+        meta = json.loads(str(arrays.pop("meta")[()]))
+    except (ValueError, TypeError) as e:
+        raise ChunkError(f"{path}: 'meta' is not JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != CHUNK_FORMAT:
+        raise ChunkError(f"{path}: meta.format is not {CHUNK_FORMAT!r}")
+    if meta.get("version") != CHUNK_VERSION:
+        raise ChunkError(f"{path}: meta.version {meta.get('version')!r} is not {CHUNK_VERSION}")
+    try:
+        n, c = int(meta["board_size"]), int(meta["planes"])
+        meta_encoder = str(meta["encoder"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ChunkError(f"{path}: meta lacks board_size/planes/encoder ({e})") from None
+    if board_size is not None and n != board_size:
+        raise ChunkError(f"{path}: board size {n}, training {board_size}")
+    if encoder is not None and meta_encoder != encoder:
+        raise ChunkError(f"{path}: encoder {meta_encoder!r}, the network uses {encoder!r}")
+    if planes is not None and c != planes:
+        raise ChunkError(f"{path}: {c} planes, the network takes {planes}")
+    if "action" not in arrays:
+        raise ChunkError(f"{path}: no 'action' array")
+    m = int(arrays["action"].shape[0]) if arrays["action"].ndim == 1 else -1
+    for key, (shape, kind) in _expected(n, c, m).items():
+        if key not in arrays:
+            raise ChunkError(f"{path}: no {key!r} array")
+        a = arrays[key]
+        if a.shape != shape:
+            raise ChunkError(f"{path}: {key!r} has shape {list(a.shape)}, expected {list(shape)}")
+        if a.dtype.kind != kind:
+            raise ChunkError(f"{path}: {key!r} has dtype {a.dtype}, expected kind {kind!r}")
+    a_count = n * n + 1
+    for key in ("policy", "wdl", "score"):
+        if not np.isfinite(arrays[key]).all():
+            raise ChunkError(f"{path}: {key!r} holds non-finite values")
+    if ((arrays["next_action"] < -1) | (arrays["next_action"] >= a_count)).any():
+        raise ChunkError(f"{path}: 'next_action' out of range")
+    if (np.abs(arrays["ownership"]) > 1).any():
+        raise ChunkError(f"{path}: 'ownership' outside -1..1")
+    arrays["meta"] = meta
+    return arrays
+
+
+def list_chunks(data_dir: str | os.PathLike) -> tuple[list[ChunkInfo], list[str]]:
+    """All chunks under ``data_dir`` (recursively), oldest first, and warnings.
+
+    Order: generation parsed from ``chunk-<generation>-...``, then modification
+    time, then name. Hidden files and unreadable headers are left out (the
+    latter with a warning).
+    """
+    found: list[ChunkInfo] = []
+    warnings: list[str] = []
+    for path in sorted(Path(data_dir).rglob("*.npz")):
+        if path.name.startswith("."):
+            continue
+        try:
+            positions = peek_positions(path)
+            mtime = path.stat().st_mtime
+        except (ChunkError, OSError) as e:
+            warnings.append(f"skipping chunk: {e}")
+            continue
+        m = _NAME.match(path.name)
+        found.append(ChunkInfo(str(path), positions, int(m.group(1)) if m else -1, mtime))
+    found.sort(key=lambda c: (c.generation, c.mtime, c.path))
+    return found, warnings
+
+
+def window_size(total: int, min_positions: int, max_positions: int,
+                expand_per_position: float, taper_exponent: float) -> int:
+    """Positions to train on when ``total`` have been generated (KataGo's power law).
+
+    Up to ``min_positions`` everything is used. Beyond it the window grows like
+    ``min + expand * ((total - min + min)^a - min^a) / (a * min^(a-1))``: its
+    slope is ``expand`` at ``total = min`` and falls off as ``total^(a-1)``; it
+    is capped at ``max_positions``.
+    """
+    if total <= min_positions:
+        return total
+    a, m = taper_exponent, float(min_positions)
+    grown = ((total - min_positions + m) ** a - m ** a) / (a * m ** (a - 1))
+    return int(min(max_positions, min_positions + expand_per_position * grown))
+
+
+def select_window(chunks: list[ChunkInfo], want: int) -> list[ChunkInfo]:
+    """The newest chunks holding at least ``want`` positions (or all), oldest first."""
+    picked: list[ChunkInfo] = []
+    have = 0
+    for info in reversed(chunks):
+        if have >= want:
+            break
+        picked.append(info)
+        have += info.positions
+    picked.reverse()
+    return picked
+
+
+# ----------------------------------------------------------------- symmetries
+
+def _sym_planes(x: np.ndarray, k: int) -> np.ndarray:
+    from sayuri_async.symmetry import apply_planes
+
+    return np.ascontiguousarray(apply_planes(x, k))
+
+
+def _sym_policy(p: np.ndarray, k: int, n: int) -> np.ndarray:
+    from sayuri_async.symmetry import apply_policy
+
+    return np.ascontiguousarray(apply_policy(p, k, n))
+
+
+# -------------------------------------------------------------------- stream
+
+@dataclass(frozen=True)
+class Piece:
+    path: str
+    offset: int
+    stride: int
+    positions: int
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """Everything a shard needs; identical on every rank (pickled to workers)."""
+    files: tuple[tuple[str, int], ...]  # (path, positions) of the window
+    board_size: int
+    encoder: str | None
+    planes: int
+    batch_size: int  # per rank
+    shuffle_buffer: int
+    seed: int
+    world: int
+    workers: int  # loader workers per rank; shards = world * max(workers, 1)
+    symmetries: bool
+
+
+Position = tuple[int, int, int]  # (pass, block, next batch in block)
+
+
+def pass_pieces(spec: StreamSpec, shard: int, pass_index: int) -> list[Piece]:
+    """The pieces shard ``shard`` reads in pass ``pass_index``: disjoint across shards."""
+    shards = spec.world * max(spec.workers, 1)
+    order = np.random.default_rng([spec.seed, pass_index, 0x5eed]).permutation(len(spec.files))
+    files = [spec.files[i] for i in order]
+    if len(files) >= shards:
+        return [Piece(p, 0, 1, n) for p, n in files[shard::shards]]
+    return [Piece(p, shard, shards, len(range(shard, n, shards))) for p, n in files]
+
+
+def block_size(spec: StreamSpec, pieces: list[Piece]) -> int:
+    """Pieces per block: enough to fill the shuffle buffer on average."""
+    if not pieces:
+        return 1
+    mean = sum(p.positions for p in pieces) / len(pieces)
+    return max(1, math.ceil(spec.shuffle_buffer / max(mean, 1.0)))
+
+
+class ChunkStream(torch.utils.data.IterableDataset):
+    """Endless stream of ready batches (dicts of arrays) for one rank.
+
+    Each item also carries ``shard`` (which reader made it), ``position`` (where
+    that reader will continue) and ``warnings`` (bad chunks met since the last
+    item). ``start`` maps a shard to the position it resumes from;
+    ``rotation`` lets worker ``w`` play shard ``(w + rotation) % W`` so that the
+    data loader's round-robin order continues where the previous run stopped.
+    """
+
+    def __init__(self, spec: StreamSpec, rank: int = 0, start: dict[int, Position] | None = None,
+                 rotation: int = 0) -> None:
+        super().__init__()
+        self.spec = spec
+        self.rank = rank
+        self.start = dict(start or {})
+        self.rotation = rotation
+
+    def shard_for_worker(self, worker: int) -> int:
+        w = max(self.spec.workers, 1)
+        return self.rank * w + (worker + self.rotation) % w
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        info = torch.utils.data.get_worker_info()
+        worker = info.id if info is not None else 0
+        shard = self.shard_for_worker(worker)
+        return self.iterate(shard, self.start.get(shard, (0, 0, 0)))
+
+    def iterate(self, shard: int, start: Position) -> Iterator[dict[str, Any]]:
+        spec = self.spec
+        bad: set[str] = set()
+        pending: list[str] = []
+        pass_index, first_block, first_batch = start
+        while True:
+            pieces = pass_pieces(spec, shard, pass_index)
+            k = block_size(spec, pieces)
+            blocks = [pieces[i:i + k] for i in range(0, len(pieces), k)]
+            rows_in_pass = 0
+            for b in range(first_block, len(blocks)):
+                block = self._load_block(blocks[b], bad, pending)
+                n = len(block["wdl"]) if block else 0
+                rows_in_pass += n
+                if n == 0:
+                    continue
+                rng = np.random.default_rng([spec.seed, pass_index, shard, b])
+                n_batches = -(-n // spec.batch_size)
+                order = rng.permutation(n)
+                order = np.resize(order, n_batches * spec.batch_size)  # top up cyclically from the start
+                syms = rng.integers(0, 8, size=n_batches * spec.batch_size) if spec.symmetries else None
+                for j in range(first_batch if b == first_block else 0, n_batches):
+                    sel = slice(j * spec.batch_size, (j + 1) * spec.batch_size)
+                    item = make_batch(block, order[sel], None if syms is None else syms[sel], spec)
+                    nxt = (pass_index, b, j + 1) if j + 1 < n_batches else (pass_index, b + 1, 0)
+                    item["shard"] = shard
+                    item["position"] = nxt
+                    item["warnings"] = pending[:]
+                    pending.clear()
+                    yield item
+            if rows_in_pass == 0 and first_block == 0 and first_batch == 0:
+                raise RuntimeError(
+                    f"data shard {shard}: none of its {len(pieces)} chunk(s) in pass {pass_index} "
+                    f"could be read; {'; '.join(pending) or 'no data'}")
+            pass_index, first_block, first_batch = pass_index + 1, 0, 0
+
+    def _load_block(self, pieces: list[Piece], bad: set[str], pending: list[str]) -> dict[str, np.ndarray] | None:
+        parts = []
+        for piece in pieces:
+            if piece.path in bad:
+                continue
+            try:
+                arrays = read_chunk(piece.path, self.spec.board_size, self.spec.encoder, self.spec.planes)
+            except ChunkError as e:
+                bad.add(piece.path)
+                pending.append(f"skipping chunk: {e}")
+                continue
+            keep = slice(piece.offset, None, piece.stride)
+            parts.append({k: arrays[k][keep] for k in _TRAIN_KEYS})
+        if not parts:
+            return None
+        return {k: np.concatenate([p[k] for p in parts]) for k in _TRAIN_KEYS}
+
+
+_TRAIN_KEYS = ("planes", "policy", "next_action", "wdl", "score", "ownership", "full_search")
+
+
+def make_batch(block: dict[str, np.ndarray], rows: np.ndarray, syms: np.ndarray | None,
+               spec: StreamSpec) -> dict[str, Any]:
+    """Unpack, augment and convert the rows ``rows`` of a loaded block.
+
+    Output (numpy, turned into tensors by the data loader): ``planes`` uint8
+    ``[B, C, N, N]``; ``policy`` and ``opp_policy`` float32 ``[B, A]``;
+    ``policy_mask`` (full-search rows) and ``opp_mask`` (rows with a next
+    action) bool ``[B]``; ``wdl`` float32 ``[B, 3]``; ``score`` float32 ``[B]``;
+    ``ownership`` float32 ``[B, N*N]``.
+    """
+    n = spec.board_size
+    area = n * n
+    b = len(rows)
+    planes = np.unpackbits(block["planes"][rows], axis=-1, count=area).reshape(b, -1, n, n)
+    policy = block["policy"][rows].astype(np.float32)
+    next_action = block["next_action"][rows].astype(np.int64)
+    opp_mask = next_action >= 0
+    opp = np.zeros((b, area + 1), dtype=np.float32)
+    opp[np.nonzero(opp_mask)[0], next_action[opp_mask]] = 1.0
+    own = block["ownership"][rows].astype(np.float32).reshape(b, n, n)
+    if syms is not None:
+        for k in range(1, 8):
+            sel = np.nonzero(syms == k)[0]
+            if len(sel) == 0:
+                continue
+            planes[sel] = _sym_planes(planes[sel], k)
+            own[sel] = _sym_planes(own[sel], k)
+            policy[sel] = _sym_policy(policy[sel], k, n)
+            opp[sel] = _sym_policy(opp[sel], k, n)
+    return {
+        "planes": planes,
+        "policy": policy,
+        "policy_mask": block["full_search"][rows].astype(bool),
+        "opp_policy": opp,
+        "opp_mask": opp_mask,
+        "wdl": block["wdl"][rows].astype(np.float32),
+        "score": block["score"][rows].astype(np.float32),
+        "ownership": own.reshape(b, area),
+    }
+
+
+def make_loader(stream: ChunkStream, pin_memory: bool, prefetch_batches: int = 4) -> torch.utils.data.DataLoader:
+    """A data loader running the stream in ``spec.workers`` processes (0: in-process).
+
+    Each worker keeps ``prefetch_batches`` finished batches queued, so the
+    training loop only waits when the readers are slower than the model.
+    """
+    workers = stream.spec.workers
+    kwargs: dict[str, Any] = {}
+    if workers > 0:
+        kwargs.update(num_workers=workers, prefetch_factor=prefetch_batches, worker_init_fn=_worker_init)
+    return torch.utils.data.DataLoader(stream, batch_size=None, pin_memory=pin_memory, **kwargs)
+
+
+def _worker_init(_: int) -> None:
+    torch.set_num_threads(1)

@@ -1,0 +1,512 @@
+"""The training loop: one process per device, DistributedDataParallel across them.
+
+Vocabulary:
+  rank / world  this process's index and the process count (``torchrun`` sets
+                ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``); without them the
+                trainer runs alone. Rank 0 chooses the data window, writes the
+                log, checkpoints and exports.
+  step          one optimizer update on the global batch (``optim.batch_size``
+                positions over all ranks; each rank takes its share).
+  samples       positions consumed so far, all ranks together: the schedule's
+                clock (``schedule.py``).
+  averaged weights  EMA (``decay`` per step, from the per-sample decay
+                configured at the reference batch; ``min(decay, (1+t)/(10+t))``
+                over the first updates so the initial weights fade quickly) or
+                SWA (a uniform mean of snapshots every ``swa_every`` steps from
+                ``swa_start``). Exports use them; ``mode = "none"`` exports the
+                raw weights.
+  data wait     the fraction of wall time the loop spent blocked on the data
+                loader: near 0 means the readers keep the device fed.
+
+The loss is computed by ``losses.compute_losses`` on the output dict returned
+by the (possibly DDP-wrapped) network, i.e. outside the wrapped module, and is
+a scalar before ``backward()``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from sayuri_async.net.model import Net, NetConfig, init_weights
+from sayuri_async.train import checkpoint as ckpt
+from sayuri_async.train.config import AverageConfig, OptimConfig, TrainConfig
+from sayuri_async.train.dataset import (ChunkStream, StreamSpec, list_chunks, make_loader, select_window,
+                                        window_size)
+from sayuri_async.train.losses import LOSS_NAMES, compute_losses
+from sayuri_async.train.schedule import Schedule, ema_decay_for, resolve, to_samples
+
+
+class TrainError(RuntimeError):
+    """Training cannot start or continue (no data, bad checkpoint, bad setup)."""
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    samples: int
+    losses: dict[str, float] = field(default_factory=dict)
+    lr: float = 0.0
+    samples_per_s: float = 0.0
+    data_wait: float = 0.0
+    checkpoint: str | None = None
+    export: str | None = None
+
+
+# ------------------------------------------------------------------ helpers
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world > 1
+
+
+def setup_distributed(backend: str, device: torch.device) -> DistInfo:
+    """Join the process group when launched by torchrun (``WORLD_SIZE`` > 1)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return DistInfo()
+    info = DistInfo(int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0")))
+    if not dist.is_initialized():
+        if backend == "auto":
+            backend = "nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend=backend)
+    return info
+
+
+def pick_device(name: str, local_rank: int) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda":
+        name = f"cuda:{local_rank}"
+    device = torch.device(name)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise TrainError("run.device asks for CUDA but torch sees no GPU")
+        torch.cuda.set_device(device)
+    return device
+
+
+def broadcast(obj: Any, info: DistInfo) -> Any:
+    if not info.enabled:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def gather(obj: Any, info: DistInfo) -> list[Any]:
+    if not info.enabled:
+        return [obj]
+    out: list[Any] = [None] * info.world
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def build_optimizer(net: nn.Module, cfg: OptimConfig) -> torch.optim.Optimizer:
+    """SGD (Nesterov by default) or AdamW; 1-D parameters (BN, biases) skip decay unless asked."""
+    decay, plain = [], []
+    for p in net.parameters():
+        (plain if p.ndim <= 1 and not cfg.decay_norms_and_biases else decay).append(p)
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": plain, "weight_decay": 0.0}]
+    if cfg.optimizer == "adamw":
+        return torch.optim.AdamW(groups, lr=0.0, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps)
+    return torch.optim.SGD(groups, lr=0.0, momentum=cfg.momentum, nesterov=cfg.nesterov)
+
+
+class Averager:
+    """EMA or SWA of the network's state (parameters and float buffers)."""
+
+    def __init__(self, cfg: AverageConfig, net: nn.Module, sched: Schedule, swa_start_samples: int) -> None:
+        self.mode = cfg.mode
+        self.decay = ema_decay_for(cfg.ema_decay, sched.batch, sched.reference_batch)
+        self.swa_every = cfg.swa_every
+        self.swa_start = swa_start_samples
+        self.count = 0
+        self.state: dict[str, torch.Tensor] = {}
+        if self.mode != "none":
+            self.state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+
+    @torch.no_grad()
+    def update(self, net: nn.Module, step: int, samples: int) -> None:
+        if self.mode == "none":
+            return
+        current = net.state_dict()
+        if self.mode == "ema":
+            w = 1.0 - min(self.decay, (1.0 + self.count) / (10.0 + self.count))
+        elif samples >= self.swa_start and step % self.swa_every == 0:
+            w = 1.0 / (self.count + 1)
+        else:
+            return
+        self.count += 1
+        floats = [k for k, v in self.state.items() if v.is_floating_point()]
+        torch._foreach_lerp_([self.state[k] for k in floats], [current[k].detach() for k in floats], w)
+        for k, v in self.state.items():
+            if not v.is_floating_point():
+                v.copy_(current[k])
+
+    def weights(self, net: nn.Module) -> dict[str, torch.Tensor]:
+        """What to export: the average, or the raw weights (no averaging, or SWA not started)."""
+        if self.mode == "none" or self.count == 0:
+            return net.state_dict()
+        return self.state
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "count": self.count, "state": self.state}
+
+    def load_state_dict(self, d: dict[str, Any]) -> None:
+        if d.get("mode") != self.mode:
+            return  # averaging mode changed: start averaging afresh from the current weights
+        self.count = int(d["count"])
+        for k, v in d["state"].items():
+            self.state[k].copy_(v)
+
+
+def rng_state() -> dict[str, Any]:
+    state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# ------------------------------------------------------------------- trainer
+
+Reporter = Callable[[str], None]
+
+
+class Trainer:
+    """Build everything from a :class:`TrainConfig`, then ``run()``.
+
+    ``steps`` is the step count to reach (a resumed run counts from the
+    checkpoint's step); ``None`` takes the schedule's ``total``. ``say`` prints
+    rank 0's messages (default: to stderr through rich); ``progress`` turns the
+    rich progress bar on or off (default from ``run.progress``).
+    """
+
+    def __init__(self, cfg: TrainConfig, steps: int | None = None, init: str | None = None,
+                 resume: bool = False, say: Reporter | None = None, progress: bool | None = None) -> None:
+        from rich.console import Console
+
+        self.cfg = cfg
+        self.console = Console(stderr=True)
+        self.device = pick_device(cfg.run.device, int(os.environ.get("LOCAL_RANK", "0")))
+        self.info = setup_distributed(cfg.run.backend, self.device)
+        self._say = say or (lambda text: self.console.print(text, highlight=False))
+        self.show_progress = progress if progress is not None else (
+            cfg.run.progress == "on" or (cfg.run.progress == "auto" and self.console.is_terminal))
+        self.out = Path(cfg.run.out)
+        batch = cfg.optim.batch_size
+        if batch % self.info.world:
+            raise TrainError(f"{cfg.source}: [optim] batch_size {batch} is not divisible by the "
+                             f"{self.info.world} ranks")
+        self.rank_batch = batch // self.info.world
+        self.sched = resolve(cfg.schedule, batch)
+        self.total_steps = steps if steps is not None else self.sched.total_steps()
+        torch.manual_seed(cfg.run.seed)
+        random.seed(cfg.run.seed)
+        self.net, self.net_config = self._build_net(init if not resume else None)
+        self.net.to(self.device)
+        if cfg.run.channels_last and self.device.type == "cuda":
+            self.net.to(memory_format=torch.channels_last)
+        self.optimizer = build_optimizer(self.net, cfg.optim)
+        self.averager = Averager(cfg.average, self.net, self.sched, to_samples(cfg.average.swa_start, cfg.schedule))
+        self.step = 0
+        self.samples = 0
+        self.batches = 0  # batches this rank consumed
+        self.positions: dict[int, tuple[int, int, int]] = {}
+        self.window: list[tuple[str, int]] = []
+        start: dict[int, tuple[int, int, int]] = {}
+        if resume:
+            start = self._resume()
+        else:
+            self.window = self._choose_window()
+        workers = cfg.data.workers
+        self.spec = StreamSpec(
+            files=tuple(self.window), board_size=cfg.data.board_size, encoder=self.net_config.encoder,
+            planes=self.net_config.input_planes, batch_size=self.rank_batch,
+            shuffle_buffer=cfg.data.shuffle_buffer, seed=cfg.run.seed, world=self.info.world,
+            workers=workers, symmetries=cfg.data.symmetries)
+        self.positions = dict(start)
+        rotation = self.batches % max(workers, 1)
+        self.stream = ChunkStream(self.spec, self.info.rank, start, rotation)
+        self.model: nn.Module = self.net
+        if self.info.enabled:
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.model = nn.parallel.DistributedDataParallel(self.net, device_ids=ids)
+        self.use_bf16 = cfg.run.precision == "bf16" or (
+            cfg.run.precision == "auto" and self.device.type == "cuda" and torch.cuda.is_bf16_supported())
+        if self.device.type == "cuda":
+            torch.backends.cudnn.benchmark = True
+        self.log = ckpt.CsvLog(self.out, self.step if resume else None) if self.info.rank == 0 else None
+
+    # ----------------------------------------------------------- setup parts
+
+    def say(self, text: str) -> None:
+        if self.info.rank == 0:
+            self._say(text)
+
+    def _build_net(self, init: str | None) -> tuple[Net, NetConfig]:
+        if init:
+            from sayuri_async.net.weights import WeightsError, load_weights
+
+            try:
+                net, _ = load_weights(init)
+            except WeightsError as e:
+                raise TrainError(str(e)) from None
+            self.say(f"starting from {init} ({net.config.short_name}); [model] is not used")
+            net.train()
+            return net, net.config
+        config = NetConfig.from_dict(self.cfg.model)
+        net = init_weights(Net(config), seed=self.cfg.run.seed)
+        return net, config
+
+    def _choose_window(self) -> list[tuple[str, int]]:
+        result: tuple[list[tuple[str, int]], list[str], str | None] = ([], [], None)
+        if self.info.rank == 0:
+            d = self.cfg.data
+            chunks, warnings = list_chunks(d.dir)
+            total = sum(c.positions for c in chunks)
+            want = window_size(total, d.window_min_positions, d.window_max_positions,
+                               d.window_expand_per_position, d.window_taper_exponent)
+            picked = select_window(chunks, want)
+            error = None if picked else f"no training chunks (*.npz) under {d.dir}"
+            result = ([(c.path, c.positions) for c in picked], warnings, error)
+            for w in warnings:
+                self.say(f"[yellow]warning:[/] {w}")
+            if picked:
+                self.say(f"data window: {sum(c.positions for c in picked)} positions in {len(picked)} "
+                         f"chunks (window rule: {want} of {total})")
+        window, _, error = broadcast(result, self.info)
+        if error:
+            raise TrainError(error)
+        return window
+
+    def _resume(self) -> dict[int, tuple[int, int, int]]:
+        path = ckpt.latest_checkpoint(self.out) if self.info.rank == 0 else None
+        path = broadcast(None if path is None else str(path), self.info)
+        if path is None:
+            raise TrainError(f"--resume: no checkpoint in {ckpt.checkpoint_dir(self.out)}")
+        try:
+            state = ckpt.load_checkpoint(path)
+        except ckpt.CheckpointError as e:
+            raise TrainError(str(e)) from None
+        saved_net = state["net_config"]
+        if saved_net != self.net_config.to_dict():
+            self.net_config = NetConfig.from_dict(saved_net)
+            self.net = Net(self.net_config)
+            self.say("the checkpoint's network differs from [model]; continuing the checkpoint's")
+        self.net.load_state_dict(state["model"])
+        self.net.to(self.device)
+        if self.cfg.run.channels_last and self.device.type == "cuda":
+            self.net.to(memory_format=torch.channels_last)
+        self.optimizer = build_optimizer(self.net, self.cfg.optim)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.averager = Averager(self.cfg.average, self.net, self.sched,
+                                 to_samples(self.cfg.average.swa_start, self.cfg.schedule))
+        self.averager.load_state_dict(state["average"])
+        self.step, self.samples = int(state["step"]), int(state["samples"])
+        if state["schedule"] != self.sched.to_dict():
+            self.say("[yellow]note:[/] the schedule differs from the checkpoint's; the new one applies "
+                     f"from step {self.step}")
+        ranks = state["ranks"]
+        data = state["data"]
+        self.window = [(str(p), int(n)) for p, n in data["window"]]
+        mine = ranks[self.info.rank] if self.info.rank < len(ranks) else None
+        if mine is not None:
+            set_rng_state(mine["rng"])
+        same_layout = data["world"] == self.info.world and data["workers"] == self.cfg.data.workers
+        if same_layout and mine is not None:
+            self.batches = int(mine["batches"])
+            start = {int(k): (int(v[0]), int(v[1]), int(v[2])) for k, v in mine["positions"].items()}
+        else:
+            later = 1 + max((int(v[0]) for r in ranks for v in r["positions"].values()), default=0)
+            start = {s: (later, 0, 0) for s in range(self.info.world * max(self.cfg.data.workers, 1))}
+            self.say("[yellow]note:[/] ranks or workers changed since the checkpoint; data restarts at "
+                     f"pass {later}, so the run is no longer bit-for-bit the uninterrupted one")
+        self.say(f"resumed {path} at step {self.step} ({self.samples} samples)")
+        return start
+
+    # ---------------------------------------------------------------- saving
+
+    def save_checkpoint(self) -> str | None:
+        mine = {"rng": rng_state(), "batches": self.batches,
+                "positions": {int(k): list(v) for k, v in self.positions.items()}}
+        ranks = gather(mine, self.info)
+        if self.info.rank != 0:
+            return None
+        state = {
+            "step": self.step, "samples": self.samples,
+            "model": self.net.state_dict(), "net_config": self.net_config.to_dict(),
+            "optimizer": self.optimizer.state_dict(), "schedule": self.sched.to_dict(),
+            "average": self.averager.state_dict(), "ranks": ranks,
+            "data": {"window": [list(w) for w in self.window], "world": self.info.world,
+                     "workers": self.cfg.data.workers, "seed": self.cfg.run.seed},
+            "config": self.cfg.to_dict(),
+        }
+        return str(ckpt.save_checkpoint(self.out, self.step, state, self.cfg.run.keep_checkpoints))
+
+    def export(self, losses: dict[str, float]) -> str | None:
+        if self.info.rank != 0:
+            return None
+        net = Net(self.net_config)
+        net.load_state_dict({k: v.detach().float().cpu() for k, v in self.averager.weights(self.net).items()})
+        net.eval()
+        meta = {"samples": self.samples, "board_size": self.cfg.data.board_size,
+                "averaging": self.averager.mode, "trainer": "sayuri-async train",
+                "config_file": self.cfg.source, "losses": losses}
+        return str(ckpt.export_weights(self.out, self.cfg.run.name, self.step, net, meta))
+
+    # ------------------------------------------------------------------ loop
+
+    def _train_step(self, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor], float]:
+        dev = self.device
+        x = batch["planes"].to(dev, non_blocking=True).float()
+        if self.cfg.run.channels_last and dev.type == "cuda":
+            x = x.contiguous(memory_format=torch.channels_last)
+        targets = {k: batch[k].to(dev, non_blocking=True) for k in
+                   ("policy", "policy_mask", "opp_policy", "opp_mask", "wdl", "score", "ownership")}
+        lr = self.sched.lr_at_samples(self.samples)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        autocast = torch.autocast(dev.type, dtype=torch.bfloat16) if self.use_bf16 else nullcontext()
+        with autocast:
+            outputs = self.model(x)
+        total, parts = compute_losses(outputs, targets, self.cfg.loss)
+        self.optimizer.zero_grad(set_to_none=True)
+        total.backward()
+        if self.cfg.optim.grad_clip_norm > 0:
+            nn.utils.clip_grad_norm_(self.net.parameters(), self.cfg.optim.grad_clip_norm)
+        self.optimizer.step()
+        return total.detach(), {k: v.detach() for k, v in parts.items()}, lr
+
+    def run(self) -> TrainResult:
+        """Train until ``total_steps``; returns the last logged figures."""
+        result = TrainResult(self.step, self.samples)
+        self.say(f"training {self.net_config.short_name} on {self.device} x{self.info.world}, "
+                 f"{'bf16' if self.use_bf16 else 'fp32'}, steps {self.step} -> {self.total_steps}\n"
+                 + self.sched.describe())
+        if self.step >= self.total_steps:
+            self.say(f"already at step {self.step}; nothing to do")
+            return result
+        self.net.train()
+        loader = make_loader(self.stream, pin_memory=self.device.type == "cuda",
+                             prefetch_batches=self.cfg.data.prefetch_batches)
+        it = iter(loader)
+        sums = torch.zeros(len(LOSS_NAMES) + 1, device=self.device)
+        count = 0
+        run = self.cfg.run
+        t_start = t_mark = time.perf_counter()
+        wait = 0.0
+        mark_samples = self.samples
+        first_log: tuple[float, int] | None = None
+        bar = self._progress()
+        try:
+            while self.step < self.total_steps:
+                t0 = time.perf_counter()
+                batch = next(it)
+                wait += time.perf_counter() - t0
+                self.batches += 1
+                self.positions[int(batch["shard"])] = tuple(int(v) for v in batch["position"])
+                for w in batch["warnings"]:
+                    self._warn(w)
+                total, parts, lr = self._train_step(batch)
+                self.step += 1
+                self.samples += self.sched.batch
+                self.averager.update(self.net, self.step, self.samples)
+                sums += torch.stack([total, *(parts[k] for k in LOSS_NAMES)])
+                count += 1
+                last = self.step == self.total_steps
+                if self.step % run.log_every == 0 or last:
+                    now = time.perf_counter()
+                    result = self._log(sums / count, lr, (self.samples - mark_samples) / max(now - t_mark, 1e-9),
+                                       wait / max(now - t_mark, 1e-9), now - t_start, bar)
+                    if first_log is None:
+                        first_log = (now, self.samples)
+                    sums.zero_()
+                    count, wait, t_mark, mark_samples = 0, 0.0, now, self.samples
+                if bar is not None:
+                    bar[0].update(bar[1], completed=self.step)
+                if self.step % run.export_every == 0 or last:
+                    result.export = self.export(result.losses)
+                if self.step % run.checkpoint_every == 0 or last:
+                    result.checkpoint = self.save_checkpoint()
+        finally:
+            if bar is not None:
+                bar[0].stop()
+            del it
+        end = time.perf_counter()
+        if first_log is not None and self.samples > first_log[1]:
+            result.samples_per_s = (self.samples - first_log[1]) / max(end - first_log[0], 1e-9)
+        result.steps, result.samples = self.step, self.samples
+        return result
+
+    def _warn(self, text: str) -> None:
+        prefix = f"rank {self.info.rank}: " if self.info.enabled else ""
+        self.console.print(f"[yellow]warning:[/] {prefix}{text}", highlight=False)
+
+    def _progress(self) -> tuple[Any, Any] | None:
+        if not self.show_progress or self.info.rank != 0:
+            return None
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        bar = Progress(TextColumn("step {task.completed}/{task.total}"), BarColumn(),
+                       TextColumn("{task.fields[speed]}"), TextColumn("{task.fields[losses]}"),
+                       TextColumn("lr {task.fields[lr]}"), TimeRemainingColumn(), console=self.console)
+        task = bar.add_task("train", total=self.total_steps, completed=self.step, speed="",
+                            losses="", lr=f"{self.sched.lr_at_samples(self.samples):.3g}")
+        bar.start()
+        return bar, task
+
+    def _log(self, means: torch.Tensor, lr: float, speed: float, wait: float, elapsed: float,
+             bar: tuple[Any, Any] | None) -> TrainResult:
+        if self.info.enabled:
+            dist.all_reduce(means)
+            means = means / self.info.world
+        values = [float(v) for v in means.cpu()]
+        if not math.isfinite(values[0]):
+            raise TrainError(f"the loss became {values[0]} at step {self.step}; lower the learning rate "
+                             "or check the data")
+        losses = {"loss": values[0], **dict(zip(LOSS_NAMES, values[1:]))}
+        speed_all = speed  # every rank consumes the global batch's share at the same pace
+        row = {"step": self.step, "samples": self.samples, "lr": lr, **losses,
+               "samples_per_s": speed_all, "data_wait": wait, "elapsed_s": elapsed}
+        if self.log is not None:
+            self.log.write(row)
+        text = " ".join(f"{k} {v:.4g}" for k, v in losses.items())
+        if bar is not None:
+            bar[0].update(bar[1], speed=f"{speed_all:,.0f} samples/s", losses=text, lr=f"{lr:.3g}")
+        else:
+            self.say(f"step {self.step} | {speed_all:,.0f} samples/s | data wait {wait:.0%} | {text} | lr {lr:.3g}")
+        return TrainResult(self.step, self.samples, losses, lr, speed_all, wait)
+
+
+def train(cfg: TrainConfig, steps: int | None = None, init: str | None = None, resume: bool = False,
+          say: Reporter | None = None, progress: bool | None = None) -> TrainResult:
+    """Build a :class:`Trainer`, run it, and leave the process group if it joined one."""
+    joined_before = dist.is_available() and dist.is_initialized()
+    try:
+        return Trainer(cfg, steps=steps, init=init, resume=resume, say=say, progress=progress).run()
+    finally:
+        if not joined_before and dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
