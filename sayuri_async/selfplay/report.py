@@ -4,19 +4,39 @@ the plain-text reporter (used with ``--no-tui`` or when stdout is no terminal).
 Vocabulary
 ----------
 aggregate   several processes' status dicts -> one: counters added up, loop
-            CPU time summed, number of loops, settings of the first.
-Window      keeps recent aggregates and gives rates over the last
+            CPU time summed, number of loops, per-process loop clocks, the
+            settings of the first.
+figures     ``rates`` between two aggregates plus what needs the processes
+            apart: loop busy per process (and its maximum), GPU busy per
+            device (busy time summed over the processes sharing it, capped
+            at 100%), games in progress.
+Window      keeps recent aggregates and gives figures over the last
             ``seconds`` (and over the whole run).
-verdict     one line saying which side limits: the event loop (CPU-bound),
-            the GPU, a batch too small for the GPU, or too few games.
+History     the figures of every update over the last minute, for sparklines.
+Verdict     ``diagnose(figures, settings)``: which side limits, as a ``kind``
+            (one of ``KINDS``) and a one-line text with the numbers and the
+            lever to pull. ``verdict()`` returns the text alone.
+rule of thumb  ``parallel_games`` about 2 x ``batch_size``: each game has one
+            request in flight, so one batch can fill while the other runs.
 """
 from __future__ import annotations
 
 import sys
 import time
 from collections import deque
+from dataclasses import dataclass
 
 from ..infer.stats import merge, rates
+
+# verdict thresholds (fractions of wall time / of batch_size)
+LOOP_SATURATED = 0.90  # an event loop this busy cannot search any faster
+GPU_SATURATED = 0.85  # the device is the bottleneck from here on
+GPU_IDLE = 0.70  # below this, the GPU waits for work
+FULL_BATCH = 0.75  # avg batch at least this share of batch_size counts as full
+SMALL_BATCH = 64  # a busy GPU at batch sizes below this has room to amortise
+GAMES_PER_BATCH = 2  # the rule of thumb: parallel_games ~ 2 x batch_size
+
+KINDS = ("warming up", "paused", "CPU-bound", "starved", "batch too small", "GPU-bound", "timeouts", "balanced")
 
 
 def aggregate(statuses: list[dict]) -> dict:
@@ -27,6 +47,7 @@ def aggregate(statuses: list[dict]) -> dict:
         "elapsed": max(s["elapsed"] for s in statuses),
         "loop_cpu_s": sum(s["loop_cpu_s"] for s in statuses),
         "loops": len(statuses),
+        "procs": {str(s.get("pid", i)): (s["t"], s["loop_cpu_s"]) for i, s in enumerate(statuses)},
         "counters": merge([s["counters"] for s in statuses]),
         "settings": statuses[0]["settings"],
         "games": [g for s in statuses for g in s["games"]],
@@ -34,39 +55,6 @@ def aggregate(statuses: list[dict]) -> dict:
         "chunks": sum(s["chunks"] for s in statuses),
         "positions_written": sum(s["positions_written"] for s in statuses),
     }
-
-
-class Window:
-    """Rates over a sliding window of aggregates."""
-
-    def __init__(self, seconds: float = 5.0) -> None:
-        self.seconds = seconds
-        self.items: deque[dict] = deque()
-
-    def push(self, agg: dict) -> None:
-        if not agg:
-            return
-        self.items.append(agg)
-        while len(self.items) > 2 and agg["elapsed"] - self.items[0]["elapsed"] > self.seconds:
-            self.items.popleft()
-
-    @staticmethod
-    def _between(a: dict | None, b: dict) -> dict:
-        """Rates from ``a`` to ``b``; from the engines' start when ``a`` is None."""
-        if a is None:
-            return rates(_zeros(b["counters"]), b["counters"], b["elapsed"], b["loop_cpu_s"], b.get("loops", 1))
-        dt = b["elapsed"] - a["elapsed"]
-        return rates(a["counters"], b["counters"], dt, b["loop_cpu_s"] - a["loop_cpu_s"], b.get("loops", 1))
-
-    def recent(self) -> dict:
-        if not self.items:
-            return {}
-        if len(self.items) < 2:
-            return self._between(None, self.items[-1])
-        return self._between(self.items[0], self.items[-1])
-
-    def overall(self) -> dict:
-        return self._between(None, self.items[-1]) if self.items else {}
 
 
 def _zeros(counters: dict) -> dict:
@@ -79,26 +67,128 @@ def _zeros(counters: dict) -> dict:
     return out
 
 
-def verdict(r: dict, settings: dict, games_live: int) -> str:
-    """Which side limits throughput, from the figures ``r`` (``rates``)."""
+def figures(a: dict | None, b: dict, devices: int = 1) -> dict:
+    """Figures from aggregate ``a`` to ``b``; from the engines' start when
+    ``a`` is None. Adds ``loop_busy_procs``, ``loop_busy_max``,
+    ``games_live`` and ``elapsed`` to ``rates``' keys; ``gpu_busy`` is per
+    device."""
+    if a is None:
+        dt = b["elapsed"]
+        r = rates(_zeros(b["counters"]), b["counters"], dt, b["loop_cpu_s"], b.get("loops", 1))
+        per_proc = [cpu / max(dt, 1e-9) for _, cpu in b.get("procs", {}).values()]
+        busy = b["counters"].get("busy_s", 0.0)
+    else:
+        dt = b["elapsed"] - a["elapsed"]
+        r = rates(a["counters"], b["counters"], dt, b["loop_cpu_s"] - a["loop_cpu_s"], b.get("loops", 1))
+        per_proc = []
+        for pid, (t1, cpu1) in b.get("procs", {}).items():
+            t0, cpu0 = a.get("procs", {}).get(pid, (None, None))
+            if t0 is not None and t1 > t0:
+                per_proc.append((cpu1 - cpu0) / (t1 - t0))
+        busy = b["counters"].get("busy_s", 0.0) - a["counters"].get("busy_s", 0.0)
+    r["gpu_busy"] = min(busy / max(dt, 1e-9) / max(devices, 1), 1.0)
+    r["loop_busy_procs"] = [min(max(x, 0.0), 1.0) for x in per_proc]
+    r["loop_busy_max"] = max(r["loop_busy_procs"], default=r["loop_busy"])
+    r["games_live"] = len(b.get("games", []))
+    r["elapsed"] = b["elapsed"]
+    return r
+
+
+class Window:
+    """Figures over a sliding window of aggregates."""
+
+    def __init__(self, seconds: float = 5.0, devices: int = 1) -> None:
+        self.seconds = seconds
+        self.devices = devices
+        self.items: deque[dict] = deque()
+
+    def push(self, agg: dict) -> None:
+        if not agg:
+            return
+        self.items.append(agg)
+        while len(self.items) > 2 and agg["elapsed"] - self.items[0]["elapsed"] > self.seconds:
+            self.items.popleft()
+
+    def _between(self, a: dict | None, b: dict) -> dict:
+        return figures(a, b, self.devices)
+
+    def recent(self) -> dict:
+        if not self.items:
+            return {}
+        if len(self.items) < 2:
+            return self._between(None, self.items[-1])
+        return self._between(self.items[0], self.items[-1])
+
+    def overall(self) -> dict:
+        return self._between(None, self.items[-1]) if self.items else {}
+
+
+class History:
+    """(elapsed, figures) of each update over the last ``seconds``."""
+
+    def __init__(self, seconds: float = 60.0) -> None:
+        self.seconds = seconds
+        self.items: deque[tuple[float, dict]] = deque()
+
+    def push(self, elapsed: float, fig: dict) -> None:
+        if not fig:
+            return
+        self.items.append((elapsed, fig))
+        while self.items and elapsed - self.items[0][0] > self.seconds:
+            self.items.popleft()
+
+    def series(self, key: str) -> list[float]:
+        return [float(f.get(key, 0.0)) for _, f in self.items]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # one of KINDS
+    text: str
+
+
+def diagnose(r: dict, settings: dict) -> Verdict:
+    """Which side limits throughput, from ``figures`` ``r``.
+
+    Order matters: a saturated loop limits whatever the batch settings are;
+    too few games limit a GPU that is not busy; a busy GPU is either at its
+    limit or running batches too small to use it well."""
+    if settings.get("paused"):
+        return Verdict("paused", "paused: press p to resume")
     if not r or r.get("nnEvals/s", 0) <= 0:
-        return "warming up"
-    loop, gpu = r["loop_busy"], r["gpu_busy"]
-    b, p = settings.get("batch_size", 0), settings.get("parallel_games", 0)
+        return Verdict("warming up", "warming up: no batches yet")
+    loop = r.get("loop_busy_max", r["loop_busy"])
+    gpu = r["gpu_busy"]
+    b, p = int(settings.get("batch_size", 0)), int(settings.get("parallel_games", 0))
     avg = r["avgBatchSize"]
-    if p < 2 * b and r["flush_share"].get("waiting", 0) > 0.5:
-        return (f"starved: too few games for the batch (parallel_games {p} < 2 x batch_size {b}); "
-                f"raise parallel_games or lower batch_size")
-    if loop > 0.9 and gpu < 0.8:
-        return (f"CPU-bound: loop {loop:.0%} busy, GPU {gpu:.0%}; add processes (--procs) "
-                f"or lower search cost")
-    if gpu > 0.9:
-        if avg < 0.5 * b:
-            return f"GPU-bound with small batches (avg {avg:.0f} of {b}): raise parallel_games"
-        return f"GPU-bound: GPU {gpu:.0%} busy, loop {loop:.0%}"
-    if avg < 0.75 * b and r["flush_share"].get("timeout", 0) > 0.3:
-        return f"batches leave on timeout (avg {avg:.0f} of {b}): raise parallel_games or lower timeout_ms"
-    return f"balanced: loop {loop:.0%}, GPU {gpu:.0%}, avg batch {avg:.0f} of {b}"
+    share = r.get("flush_share", {})
+    full = avg >= FULL_BATCH * b
+    if loop >= LOOP_SATURATED and gpu < GPU_IDLE:
+        return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy, GPU {gpu:.0%}: add processes (--procs) "
+                                    f"or lower the search cost (playouts)")
+    if p < GAMES_PER_BATCH * b and not full and share.get("waiting", 0.0) >= 0.5:
+        return Verdict("starved", f"starved: too few games: parallel_games {p} < {GAMES_PER_BATCH} x batch_size {b} "
+                                  f"= {GAMES_PER_BATCH * b}, avg batch {avg:.0f}: raise parallel_games "
+                                  f"or lower batch_size")
+    if gpu >= GPU_SATURATED:
+        if not full:
+            return Verdict("starved", f"starved: GPU {gpu:.0%} busy on batches of {avg:.0f} of {b}: raise "
+                                      f"parallel_games (now {p}, rule of thumb {GAMES_PER_BATCH * b})")
+        if b < SMALL_BATCH and loop < LOOP_SATURATED:
+            return Verdict("batch too small", f"batch too small for the GPU: GPU {gpu:.0%} busy at batch {b}, "
+                                              f"loop {loop:.0%}: raise batch_size with parallel_games "
+                                              f"~{GAMES_PER_BATCH} x batch_size")
+        return Verdict("GPU-bound", f"GPU-bound: GPU {gpu:.0%} busy, loop {loop:.0%}, batches full "
+                                    f"({avg:.0f} of {b}): a smaller net or another GPU")
+    if share.get("timeout", 0.0) >= 0.3 and not full:
+        return Verdict("timeouts", f"batches leave on timeout (avg {avg:.0f} of {b}): raise parallel_games "
+                                   f"or lower timeout_ms")
+    return Verdict("balanced", f"no single limit: loop {loop:.0%}, GPU {gpu:.0%}, avg batch {avg:.0f} of {b}")
+
+
+def verdict(r: dict, settings: dict, games_live: int = 0) -> str:
+    """The verdict's text (``games_live`` is kept for older callers)."""
+    return diagnose(r, settings).text
 
 
 def summary_lines(agg: dict, overall: dict) -> list[str]:
@@ -117,13 +207,22 @@ def summary_lines(agg: dict, overall: dict) -> list[str]:
     return lines
 
 
+def plain_line(agg: dict, r: dict) -> str:
+    """One progress line of figures and the verdict."""
+    s = agg["settings"]
+    return (f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
+            f"evals/s {r['nnEvals/s']:8.0f}  batch {r['avgBatchSize']:5.1f}/{s['batch_size']}  "
+            f"games {s['parallel_games']}  gpu {r['gpu_busy']:4.0%}  loop {r.get('loop_busy_max', r['loop_busy']):4.0%}  "
+            f"moves/s {r['moves/s']:6.1f}  | {diagnose(r, s).text}")
+
+
 class PlainReporter:
     """A line of figures every ``every`` seconds on ``stream``."""
 
-    def __init__(self, every: float = 2.0, stream=None) -> None:
+    def __init__(self, every: float = 2.0, stream=None, devices: int = 1) -> None:
         self.every = every
         self.stream = stream or sys.stdout
-        self.window = Window()
+        self.window = Window(devices=devices)
         self._last = 0.0
 
     def update(self, statuses: list[dict]) -> list[dict]:
@@ -134,14 +233,7 @@ class PlainReporter:
             self._last = now
             r = self.window.recent()
             if r:
-                print(
-                    f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
-                    f"evals/s {r['nnEvals/s']:8.0f}  batch {r['avgBatchSize']:5.1f}/{agg['settings']['batch_size']}  "
-                    f"gpu {r['gpu_busy']:4.0%}  loop {r['loop_busy']:4.0%}  moves/s {r['moves/s']:6.1f}  "
-                    f"| {verdict(r, agg['settings'], len(agg['games']))}",
-                    file=self.stream,
-                    flush=True,
-                )
+                print(plain_line(agg, r), file=self.stream, flush=True)
         return []
 
     def close(self, statuses: list[dict]) -> None:
