@@ -131,20 +131,32 @@ class Search:
     # ---- playouts ------------------------------------------------------
     async def playout(self, ev, forced: int = -1) -> None:
         """One descent + evaluation + backup."""
-        planes, slot = ev.current()
-        status = self._descend(self.ws, self.nodes, planes, slot, forced)
-        if status != puct.LEAF:
-            return
-        c = ev.counters
-        c.requests += 1
-        key = int(self.ws[0]["key"])
-        hit = ev.cache_get(key)
-        if hit is not None:
-            expand_backup(self.ws, self.nodes, hit[0], hit[1], 0)
-            return
-        out, row = await ev.commit()
-        ev.cache_put(key, out, row)
-        expand_backup(self.ws, self.nodes, out.policy, out.wdl, row)
+        await self.playouts(ev, 1, forced)
+
+    async def playouts(self, ev, count: int, forced: int = -1) -> None:
+        """``count`` playouts (all through root child ``forced`` when >= 0).
+        This loop is the Python side of the hot path: keep it lean."""
+        descend, ws, nodes = self._descend, self.ws, self.nodes
+        current, commit = ev.current, ev.commit
+        use_cache = bool(getattr(ev, "cache_size", 1))
+        cache_get, cache_put = ev.cache_get, ev.cache_put
+        requests = 0
+        for _ in range(count):
+            planes, slot = current()
+            key = descend(ws, nodes, planes, slot, forced)
+            if key == puct.TERMINAL:
+                continue
+            requests += 1
+            if use_cache:
+                hit = cache_get(key)
+                if hit is not None:
+                    expand_backup(ws, nodes, hit[0], hit[1], 0)
+                    continue
+            out, row = await commit()
+            if use_cache:
+                cache_put(key, out, row)
+            expand_backup(ws, nodes, out.policy, out.wdl, row)
+        ev.counters.requests += requests
 
     def root_node(self) -> int:
         return int(self.ws[0]["root_node"])
@@ -167,6 +179,7 @@ class Search:
         noise = self.rng.dirichlet(np.full(int(ok.sum()), alpha))
         eps = self.cfg.dirichlet_epsilon
         kids["prior"][ok] = (1 - eps) * kids["prior"][ok] + eps * noise
+        self.nodes[self.root_node()]["ordered"] = 0  # priors changed: reorder lazily
 
     def stats(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         a = n * n + 1
@@ -210,8 +223,7 @@ class Search:
         else:
             if noise:
                 self.add_dirichlet_noise()
-            for _ in range(playouts - spent):
-                await self.playout(ev)
+            await self.playouts(ev, playouts - spent)
             spent = max(spent, playouts)
         ev.counters.playouts += spent
         visits, q, prior = self.stats(n)
@@ -247,6 +259,7 @@ class Search:
         acts = kids["action"].astype(np.int64)
         logits[acts[ok]] = np.log(kids["prior"][ok])
         child_of[acts] = np.arange(first, first + k)
+        self.nodes[self.root_node()]["ordered"] = -1  # forced visits: no prefix order at the root
         g = self.rng.gumbel(size=a_count)
         legal = np.isfinite(logits)
         m = min(cfg.gumbel_considered_moves, int(legal.sum()))
@@ -270,7 +283,7 @@ class Search:
             else:
                 per_total = min(max(1, budget // (phases * size)) * size, budget - spent)
             for j in range(per_total):
-                await self.playout(ev, int(child_of[cand[j % len(cand)]]))
+                await self.playouts(ev, 1, int(child_of[cand[j % len(cand)]]))
                 spent += 1
         visits, q, prior = self.stats(n)
         score = G.score_actions(g, logits, q, visits, cfg.gumbel_c_visit, cfg.gumbel_c_scale)

@@ -29,38 +29,71 @@ from ..go import board as B
 from ..go.scoring import area_map
 from .tree import P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, backup
 
-LEAF, TERMINAL, POOL_FULL = 0, 1, 2
+TERMINAL = 0  # descend's answer when no network request is needed
+
+
+@njit(cache=True)
+def _swap(nodes, i: int, j: int) -> None:
+    """Exchange two sibling records (both unvisited leaves or any pair whose
+    subtrees move with them: children point down only)."""
+    a = nodes[i]
+    b = nodes[j]
+    visits, first, nchild, action, ordered, prior, wsum = a.visits, a.first, a.nchild, a.action, a.ordered, a.prior, a.wsum
+    a.visits, a.first, a.nchild, a.action, a.ordered, a.prior, a.wsum = b.visits, b.first, b.nchild, b.action, b.ordered, b.prior, b.wsum
+    b.visits, b.first, b.nchild, b.action, b.ordered, b.prior, b.wsum = visits, first, nchild, action, ordered, prior, wsum
 
 
 @njit(cache=True)
 def select_child(nodes, node: int, params, is_root: bool) -> int:
-    """The PUCT choice among ``node``'s children (skipping superko ones)."""
+    """The PUCT choice among ``node``'s children (skipping superko ones).
+
+    Unvisited children share the FPU value, so only the one of highest prior
+    can win among them; visited children form a prefix (see ``tree.py``), so
+    the loop stops at the first unvisited child instead of touching all of
+    them. A node with ``ordered < 0`` (a Gumbel root) is scanned in full."""
     nd = nodes[node]
+    first = nd.first
+    end = first + nd.nchild
     parent_visits = nd.visits
     c = params[P_C_INIT] + math.log((parent_visits + params[P_C_BASE] + 1.0) / params[P_C_BASE])
     sqrt_n = math.sqrt(max(parent_visits, 1))
     # parent's Q for its side to move (the opposite of the mover into it)
     parent_q = -nd.wsum / nd.visits if nd.visits > 0 else 0.0
+    full = nd.ordered < 0
     visited_prior = 0.0
-    for i in range(nd.first, nd.first + nd.nchild):
-        if nodes[i].visits > 0 and nodes[i].prior > 0.0:
-            visited_prior += nodes[i].prior
-    red = params[P_FPU_ROOT] if is_root else params[P_FPU_REDUCTION]
-    fpu = parent_q - red * math.sqrt(visited_prior)
     best = -1
     best_score = -1e30
-    for i in range(nd.first, nd.first + nd.nchild):
+    p = -1
+    for i in range(first, end):
         ch = nodes[i]
         if ch.prior < 0.0:
             continue
-        if ch.visits > 0:
-            q = ch.wsum / ch.visits
-        else:
-            q = fpu
-        s = q + c * ch.prior * sqrt_n / (1.0 + ch.visits)
+        if ch.visits == 0:
+            if full:
+                if p < 0 or ch.prior > nodes[p].prior:
+                    p = i
+                continue
+            p = i
+            break
+        visited_prior += ch.prior
+        s = ch.wsum / ch.visits + c * ch.prior * sqrt_n / (1.0 + ch.visits)
         if s > best_score:
             best_score = s
             best = i
+    if p >= 0:
+        if not full and p - first >= nd.ordered:
+            m = p
+            for j in range(p + 1, end):
+                if nodes[j].prior > nodes[m].prior:
+                    m = j
+            if m != p:
+                _swap(nodes, m, p)
+            nodes[node].ordered = p - first + 1
+        red = params[P_FPU_ROOT] if is_root else params[P_FPU_REDUCTION]
+        fpu = parent_q - red * math.sqrt(visited_prior)
+        s = fpu + c * nodes[p].prior * sqrt_n
+        if s > best_score:
+            best = p
     return best
 
 
@@ -113,8 +146,11 @@ def terminal_value(rec) -> float:
 
 
 def make_descend(encode):
-    """Compile ``descend(ws, nodes, planes, slot, forced) -> status`` for one
-    encoder. ``forced`` >= 0 is the node index of the root child to take."""
+    """Compile ``descend(ws, nodes, planes, slot, forced) -> key`` for one
+    encoder. ``forced`` >= 0 is the node index of the root child to take.
+    The answer is TERMINAL (0) when the playout ended the game and was backed
+    up already, else the leaf's (odd, nonzero) cache key: its planes are in
+    ``planes[slot]`` and ``expand_backup`` finishes the playout."""
 
     @njit(cache=True)
     def descend(ws, nodes, planes, slot: int, forced: int) -> int:
@@ -162,7 +198,8 @@ def make_descend(encode):
                 backup(ws, nodes, v)
                 return TERMINAL
             encode(rec, planes[slot])
-            w.key = cache_key(rec)
-            return LEAF
+            key = cache_key(rec) | np.uint64(1)  # never TERMINAL
+            w.key = key
+            return key
 
     return descend

@@ -3,11 +3,18 @@
 Vocabulary
 ----------
 nodes       ``[capacity]`` records of NODE_DTYPE. A node's children are
-            contiguous: ``first .. first + nchild``. ``wsum`` is the sum of
+            contiguous: ``first .. first + nchild``, laid out so that the
+            visited children always form a prefix: PUCT only ever gives a
+            first visit to the unvisited child of highest prior, which
+            ``puct.select_child`` swaps to the front of the unvisited part
+            on demand (``ordered`` counts the front children known to be in
+            that order; -1 means "no order", as at a Gumbel root, and makes
+            selection scan every child). ``wsum`` is the sum of
             values backed up through the node, from the point of view of the
             player who made the move into it, so ``wsum / visits`` is that
             player's Q for choosing this child. A child whose move repeats an
-            earlier position (superko) gets ``prior = -1`` and is never chosen.
+            earlier position (superko) is swapped to the end of its siblings
+            and dropped from ``nchild``.
 workspace   ``[1]`` record of WS_DTYPE per game: the root position, a scratch
             board that each playout replays from the root, the game's position
             hashes (superko), the current path and its hashes, the search
@@ -32,10 +39,10 @@ MAX_GAME_POSITIONS = 2048
 NODE_DTYPE = np.dtype(
     [
         ("visits", np.int32),
+        ("first", np.int32),
         ("nchild", np.int16),
         ("action", np.int16),
-        ("first", np.int32),
-        ("parent", np.int32),
+        ("ordered", np.int16),
         ("prior", np.float32),
         ("wsum", np.float64),
     ],
@@ -86,7 +93,7 @@ def tree_reset(ws, nodes) -> None:
     r.nchild = 0
     r.action = -1
     r.first = -1
-    r.parent = -1
+    r.ordered = 0
     r.prior = 1.0
     r.wsum = 0.0
 
@@ -101,14 +108,8 @@ def expand(ws, nodes, node: int, policy, row: int) -> int:
     rec = w.scratch
     n = rec.n
     na = n * n + 1
-    # count legal actions first
-    count = 1  # pass
-    for a in range(n * n):
-        p = (a // n + 1) * (n + 2) + a % n + 1
-        if B.is_simple_legal(rec, p):
-            count += 1
     first = w.used
-    if first + count > nodes.shape[0]:
+    if first + na > nodes.shape[0]:
         return 0
     total = 0.0
     k = first
@@ -122,23 +123,25 @@ def expand(ws, nodes, node: int, policy, row: int) -> int:
         c.nchild = 0
         c.action = a
         c.first = -1
-        c.parent = node
+        c.ordered = 0
         pr = policy[row, a]
         c.prior = pr
         c.wsum = 0.0
         total += pr
         k += 1
+    count = k - first
     if total > 0.0:
         inv = 1.0 / total
-        for i in range(first, first + count):
+        for i in range(first, k):
             nodes[i].prior = nodes[i].prior * inv
     else:
         u = 1.0 / count
-        for i in range(first, first + count):
+        for i in range(first, k):
             nodes[i].prior = u
     nodes[node].first = first
     nodes[node].nchild = count
-    w.used = first + count
+    nodes[node].ordered = 0
+    w.used = k
     return count
 
 
@@ -180,7 +183,7 @@ def root_stats(ws, nodes, visits, q, prior) -> int:
         c = nodes[i]
         a = c.action
         visits[a] = c.visits
-        prior[a] = max(c.prior, 0.0)
+        prior[a] = c.prior
         if c.visits > 0:
             q[a] = c.wsum / c.visits
     return root.nchild
@@ -196,7 +199,6 @@ def advance(ws, nodes, action: int) -> bool:
         if nodes[i].action == action:
             if nodes[i].nchild > 0:
                 w.root_node = i
-                nodes[i].parent = -1
                 return True
             break
     tree_reset(ws, nodes)

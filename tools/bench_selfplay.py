@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Self-play throughput: CPU cost per network request, evals/s, batch use.
+
+With the random backend (no network work) it measures the CPU cost of one
+request in self-play (search + features + queue) in one process: the central
+figure of DESIGN.md. With ``--backend torch`` it measures evals/s,
+avgBatchSize and GPU busy % with a random-weights network of the given size,
+for each ``--procs`` value, against the forward-only ceiling in
+``../shared/gpu_ceiling_h200.json`` when the device is CUDA.
+
+Warm-up (numba loading, CUDA graph capture, the first moves) is excluded:
+figures come from the counters between ``--warmup`` and ``--warmup +
+--seconds``. The last line is a JSON object; ``cpu_us_per_request`` holds the
+CPU figure (process CPU time over search requests).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sayuri_async.infer.stats import rates  # noqa: E402
+from sayuri_async.search.mcts import SearchConfig  # noqa: E402
+from sayuri_async.selfplay.config import SelfplayConfig  # noqa: E402
+from sayuri_async.selfplay.report import aggregate  # noqa: E402
+
+
+def make_cfg(a, out: str, procs: int) -> SelfplayConfig:
+    return SelfplayConfig(
+        board_sizes=[a.board], num_games=0, parallel_games=a.parallel_games, batch_size=a.batch_size,
+        timeout_ms=a.timeout_ms, playouts=a.playouts, reduce_playouts=0, reduce_playouts_prob=0.0,
+        random_moves_factor=0.0, chunk_games=10_000, write_sgf=False, out=out, procs=procs,
+        device=a.device, weights=a.weights or "", seed=1, search=SearchConfig(),
+    )
+
+
+def bench_inprocess(a, cfg: SelfplayConfig) -> dict:
+    """One engine in this process; CPU time of the whole process per request."""
+    from sayuri_async.selfplay.engine import Engine
+    from sayuri_async.selfplay.runner import install_uvloop, make_engine_backend
+
+    loop_name = install_uvloop()
+    backend = make_engine_backend(cfg, cfg.device)
+
+    async def main() -> dict:
+        engine = Engine(cfg, backend)
+        run = asyncio.ensure_future(engine.run())
+        await asyncio.sleep(a.warmup)
+        s0, c0 = engine.status(), time.process_time()
+        await asyncio.sleep(a.seconds)
+        s1, c1 = engine.status(), time.process_time()
+        engine.stop()
+        await run
+        engine.close()
+        r = rates(s0["counters"], s1["counters"], s1["t"] - s0["t"], s1["loop_cpu_s"] - s0["loop_cpu_s"])
+        req = s1["counters"]["requests"] - s0["counters"]["requests"]
+        r["cpu_us_per_request"] = 1e6 * (c1 - c0) / max(req, 1)
+        r["loop"] = loop_name
+        return r
+
+    try:
+        return asyncio.run(main())
+    finally:
+        backend.close()
+
+
+class _Recorder:
+    """Reporter for run_multiprocess: keeps aggregates, stops after the window."""
+
+    def __init__(self, warmup: float, seconds: float) -> None:
+        self.warmup, self.seconds = warmup, seconds
+        self.first: dict | None = None
+        self.last: dict | None = None
+
+    def update(self, statuses: list[dict]) -> list[dict]:
+        agg = aggregate(statuses)
+        if not agg:
+            return []
+        if self.first is None and agg["elapsed"] >= self.warmup:
+            self.first = agg
+        if self.first is not None:
+            self.last = agg
+            if agg["elapsed"] - self.first["elapsed"] >= self.seconds:
+                return [{"stop": True}]
+        return []
+
+    def close(self, statuses: list[dict]) -> None:
+        pass
+
+
+def bench_multiprocess(a, cfg: SelfplayConfig) -> dict:
+    from sayuri_async.selfplay.runner import run_multiprocess
+
+    rec = _Recorder(a.warmup, a.seconds)
+    run_multiprocess(cfg, rec)
+    if rec.first is None or rec.last is None or rec.last is rec.first:
+        raise SystemExit("bench_selfplay: the run ended before the measurement window")
+    f, l = rec.first, rec.last
+    r = rates(f["counters"], l["counters"], l["elapsed"] - f["elapsed"], l["loop_cpu_s"] - f["loop_cpu_s"], l["loops"])
+    return r
+
+
+def random_weights(a, tmp: str) -> str:
+    from sayuri_async.net.model import Net, NetConfig
+    from sayuri_async.net.weights import save_weights
+
+    net = Net(NetConfig(blocks=a.blocks, channels=a.channels))
+    path = os.path.join(tmp, f"random-{a.blocks}b{a.channels}c.safetensors")
+    save_weights(path, net, {"name": f"random-{a.blocks}b{a.channels}c"})
+    return path
+
+
+def ceiling(a) -> dict | None:
+    p = Path(a.ceiling)
+    if not p.is_file():
+        return None
+    try:
+        return json.loads(p.read_text())
+    except json.JSONDecodeError:
+        return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--board", type=int, default=9)
+    ap.add_argument("--backend", choices=["random", "torch"], default="random")
+    ap.add_argument("--procs", type=int, nargs="+", default=[1])
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--parallel-games", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--timeout-ms", type=float, default=5.0)
+    ap.add_argument("--playouts", type=int, default=100)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--weights", help="weights file (torch backend); random weights of --blocks/--channels otherwise")
+    ap.add_argument("--blocks", type=int, default=6)
+    ap.add_argument("--channels", type=int, default=96)
+    ap.add_argument("--ceiling", default=str(ROOT.parent / "shared" / "gpu_ceiling_h200.json"))
+    a = ap.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        if a.backend == "torch" and not a.weights:
+            a.weights = random_weights(a, tmp)
+        if a.backend == "random":
+            a.weights = None
+        for procs in a.procs:
+            cfg = make_cfg(a, os.path.join(tmp, f"out{procs}"), procs)
+            r = bench_inprocess(a, cfg) if procs == 1 else bench_multiprocess(a, cfg)
+            r.pop("hist", None)
+            r["procs"] = procs
+            results.append(r)
+            cpu = f"  cpu/request {r['cpu_us_per_request']:.1f} us" if "cpu_us_per_request" in r else ""
+            print(
+                f"board {a.board} backend {a.backend} procs {procs}: nnEvals/s {r['nnEvals/s']:.0f}  "
+                f"avgBatchSize {r['avgBatchSize']:.1f}/{a.batch_size}  GPU busy {r['gpu_busy']:.0%}  "
+                f"loop busy {r['loop_busy']:.0%}  playouts/s {r['playouts/s']:.0f}{cpu}",
+                flush=True,
+            )
+    out = {
+        "board": a.board, "backend": a.backend, "playouts": a.playouts, "parallel_games": a.parallel_games,
+        "batch_size": a.batch_size, "device": a.device,
+        "net": None if a.backend == "random" else f"{a.blocks}b{a.channels}c",
+        "cpu_us_per_request": results[0].get("cpu_us_per_request"),
+        "runs": [{k: v for k, v in r.items() if k != "flush_share"} | {"flush_share": r["flush_share"]}
+                 for r in results],
+    }
+    ceil = ceiling(a)
+    if ceil is not None and a.backend == "torch" and a.device.startswith("cuda"):
+        out["ceiling_file"] = a.ceiling
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
