@@ -220,3 +220,26 @@ def test_callable_from_compiled_code() -> None:
     encode_many(ENC.encode, recs, np.array([1, 0, 1]), out)
     assert (out[0] == ENC(g.arr)).all() and (out[2] == out[0]).all()
     assert (out[1] == ENC(Game(9).arr)).all()
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 15, 16, 17, 25])
+def test_other_sizes_match_reference_and_stay_inside(n: int) -> None:
+    """Sizes the vector kernels treat differently (n < 4 scalar, 4/8/16-byte
+    halves); every plane matches the reference and nothing is written
+    outside the position's own [C, N, N] block."""
+    rng = np.random.default_rng(n)
+    g = Game(n)
+    snaps = [g.stones()]
+    buf = np.full((3, 25, n, n), 9, dtype=np.uint8)
+    for _ in range(3 * n):
+        legal = np.flatnonzero(g.legal_actions())
+        board_moves = legal[legal < n * n]
+        a = int(rng.choice(board_moves)) if len(board_moves) else n * n
+        prev = snaps[-1]
+        g.play(a)
+        snaps.append(g.stones())
+        buf[1] = 9
+        ENC.encode(g.rec, buf[1])
+        want = ref_encode(snaps, g.to_move, ref_ko(prev, snaps[-1], a, n))
+        assert np.array_equal(buf[1], want)
+        assert (buf[0] == 9).all() and (buf[2] == 9).all()
