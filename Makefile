@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml tools/setup_venv.sh
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/sayuri-async selfplay --config configs/selfplay-9x9.toml --num-games 8 --out runs/demo
+	$(BIN)/sayuri-async selfplay --config configs/selfplay-9x9.toml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
