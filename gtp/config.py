@@ -1,0 +1,176 @@
+"""The GTP frontend's settings: dataclasses filled from ``configs/gtp.toml``.
+
+Vocabulary
+----------
+GtpConfig   every setting, grouped in sections that match the TOML tables:
+            ``[net]``, ``[game]``, ``[search]``, ``[time]``, ``[analysis]``,
+            ``[protocol]``. The dataclass defaults are the documented defaults
+            (``configs/gtp.toml`` repeats them with explanations).
+ConfigError a config file that cannot be used: unreadable, bad TOML, an
+            unknown table or key, or a value of the wrong type or range. Its
+            message names the file and the key.
+"""
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+MIN_BOARD, MAX_BOARD = 2, 25
+
+
+class ConfigError(ValueError):
+    """A config problem; the message names the file and the key."""
+
+
+@dataclass
+class NetSection:
+    weights: str = ""  # empty: the random network
+    device: str = "cpu"
+    dtype: str = ""  # empty: the backend's default (bf16 on CUDA, fp32 on CPU)
+    threads: int = 0  # torch CPU threads; 0: torch's default
+
+
+@dataclass
+class GameSection:
+    board_size: int = 19
+    komi: float = 7.5
+    scoring: str = "area"
+    superko: bool = True
+
+
+@dataclass
+class SearchSection:
+    playouts: int = 400
+    c_init: float = 1.25
+    c_base: float = 19652.0
+    fpu_reduction: float = 0.25
+    fpu_root: float = 0.0
+    node_capacity: int = 4_000_000
+    cache_size: int = 20_000
+    batch_size: int = 1
+    timeout_ms: float = 5.0
+    reuse_tree: bool = True
+    resign_threshold: float = 0.0
+    resign_min_visits: int = 100
+    seed: int = -1
+
+
+@dataclass
+class TimeSection:
+    lag_margin_s: float = 0.1
+    reserve_fraction: float = 0.05
+    expected_length_factor: float = 0.7
+    min_moves_left: int = 10
+    max_move_fraction: float = 0.25
+
+
+@dataclass
+class AnalysisSection:
+    interval_cs: int = 10
+    pv_length: int = 20
+    max_moves: int = 20
+    lcb_z: float = 1.96
+
+
+@dataclass
+class ProtocolSection:
+    name: str = "sayuri-async"
+    lizzie_version: bool = False
+    verbose: bool = False
+
+
+@dataclass
+class GtpConfig:
+    net: NetSection = field(default_factory=NetSection)
+    game: GameSection = field(default_factory=GameSection)
+    search: SearchSection = field(default_factory=SearchSection)
+    time: TimeSection = field(default_factory=TimeSection)
+    analysis: AnalysisSection = field(default_factory=AnalysisSection)
+    protocol: ProtocolSection = field(default_factory=ProtocolSection)
+
+    def check(self, where: str = "config") -> None:
+        """Range checks; raises ConfigError naming ``where`` and the key."""
+
+        def bad(key: str, why: str) -> ConfigError:
+            return ConfigError(f"{where}: {key}: {why}")
+
+        g, s, t, a = self.game, self.search, self.time, self.analysis
+        if not MIN_BOARD <= g.board_size <= MAX_BOARD:
+            raise bad("game.board_size", f"must be {MIN_BOARD}..{MAX_BOARD}")
+        if g.scoring not in ("area", "territory"):
+            raise bad("game.scoring", "must be \"area\" or \"territory\"")
+        for key, value, lo in (
+            ("search.playouts", s.playouts, 1),
+            ("search.node_capacity", s.node_capacity, 10_000),
+            ("search.cache_size", s.cache_size, 0),
+            ("search.batch_size", s.batch_size, 1),
+            ("search.resign_min_visits", s.resign_min_visits, 0),
+            ("time.min_moves_left", t.min_moves_left, 1),
+            ("analysis.interval_cs", a.interval_cs, 1),
+            ("analysis.pv_length", a.pv_length, 1),
+            ("analysis.max_moves", a.max_moves, 1),
+            ("net.threads", self.net.threads, 0),
+        ):
+            if value < lo:
+                raise bad(key, f"must be at least {lo}, not {value}")
+        if not 0.0 <= s.resign_threshold < 0.5:
+            raise bad("search.resign_threshold", "must be in [0, 0.5)")
+        if not 0.0 < t.max_move_fraction <= 1.0:
+            raise bad("time.max_move_fraction", "must be in (0, 1]")
+        if not 0.0 <= t.reserve_fraction < 1.0:
+            raise bad("time.reserve_fraction", "must be in [0, 1)")
+        if t.lag_margin_s < 0 or t.expected_length_factor <= 0 or s.timeout_ms < 0:
+            raise bad("time", "lag_margin_s, timeout_ms must be >= 0 and expected_length_factor > 0")
+
+
+def _coerce(value: Any, typ: type, key: str, where: str) -> Any:
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+    elif typ is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif typ is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif typ is str:
+        if isinstance(value, str):
+            return value
+    raise ConfigError(f"{where}: {key}: expected {typ.__name__}, got {type(value).__name__} {value!r}")
+
+
+def config_from_dict(data: dict[str, Any], where: str = "config") -> GtpConfig:
+    """Build a GtpConfig; unknown tables or keys raise ConfigError."""
+    cfg = GtpConfig()
+    sections = {f.name: f for f in dataclasses.fields(GtpConfig)}
+    for table, body in data.items():
+        if table not in sections:
+            raise ConfigError(f"{where}: unknown table [{table}] (known: {', '.join(sections)})")
+        if not isinstance(body, dict):
+            raise ConfigError(f"{where}: {table} must be a table ([{table}])")
+        section = getattr(cfg, table)
+        hints = get_type_hints(type(section))
+        for key, value in body.items():
+            if key not in hints:
+                raise ConfigError(f"{where}: unknown key {table}.{key} (known in [{table}]: {', '.join(hints)})")
+            setattr(section, key, _coerce(value, hints[key], f"{table}.{key}", where))
+    cfg.check(where)
+    return cfg
+
+
+def load_config(path: str | Path | None) -> GtpConfig:
+    """The defaults when ``path`` is None, else the file's settings."""
+    if path is None:
+        return GtpConfig()
+    where = str(path)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{where}: bad TOML: {e}") from e
+    return config_from_dict(data, where)

@@ -1,0 +1,326 @@
+"""The glue between GTP commands and the engine: one game, one search, one
+batching queue.
+
+Vocabulary
+----------
+Engine      owns the ``Game``, the ``Search`` (its tree kept between moves
+            when the game only moved on), the ``Batcher`` for the current board
+            size (batches of the search's leaves, flushed at once when the
+            search waits, or by the timeout) and the clocks.
+position    what a search looks at: the game itself, or a copy with the other
+            colour to move when GTP asks for the colour not on turn (as
+            ``genmove w`` with black to move does).
+signature   (size, komi, rules, start position, moves, colour to move): the
+            tree is kept when the new position is the old one, or the old one
+            plus exactly the move the old side to move played; otherwise it is
+            dropped. (``Search.sync`` alone only compares move counts.)
+think       playouts until a playout limit, a deadline, a stop request (input
+            arrived) or a full node pool; reports come at a fixed interval.
+Inbox       what ``think`` polls for "stop on any input": ``pending()`` and
+            ``await wait(timeout)``.
+RESIGN      the action value ``genmove`` returns to resign (-1).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+import numpy as np
+
+from sayuri_async.features import get_encoder
+from sayuri_async.go import board as B
+from sayuri_async.go.game import Game, Rules
+from sayuri_async.infer.batcher import Batcher
+from sayuri_async.search.mcts import Search, SearchConfig
+from sayuri_async.search.puct import cache_key
+
+from .analysis import AnalyzeRequest, MoveInfo, Report, rank_moves, wilson_lcb
+from .config import GtpConfig
+from .timecontrol import TimeControl
+
+RESIGN = -1
+CHUNK = 8  # playouts between yields to the event loop
+
+
+class Inbox(Protocol):
+    def pending(self) -> bool: ...
+
+    async def wait(self, timeout: float) -> None: ...
+
+
+def set_komi(game: Game, komi: float) -> None:
+    """Change komi everywhere the game keeps it: the scoring field, the board
+    record (the search scores terminal positions with it) and the records
+    that ``undo`` restores. Game has no public setter for this."""
+    game.komi = float(komi)
+    game.rec["komi"] = komi
+    for u in game._undo:
+        u.rec[0]["komi"] = komi
+
+
+class Engine:
+    def __init__(self, cfg: GtpConfig, backend) -> None:
+        self.cfg = cfg
+        self.backend = backend
+        self.encoder = get_encoder(backend.encoder)
+        s = cfg.search
+        self.rules = Rules(scoring=cfg.game.scoring, superko=cfg.game.superko)
+        self.rng = np.random.default_rng(None if s.seed < 0 else s.seed)
+        self.search = Search(
+            SearchConfig(c_init=s.c_init, c_base=s.c_base, fpu_reduction=s.fpu_reduction, fpu_root=s.fpu_root,
+                         node_capacity=s.node_capacity, reuse_tree=s.reuse_tree),
+            backend.encoder,
+            rng=self.rng,
+        )
+        self.time = TimeControl(cfg.time)
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="infer")
+        self.batcher: Batcher | None = None
+        self._sig: tuple | None = None
+        self._restricted = False
+        self.game = Game(cfg.game.board_size, cfg.game.komi, self.rules)
+        self.new_game(cfg.game.board_size)
+
+    # ---- the game ------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return self.game.size
+
+    def new_game(self, size: int | None = None) -> None:
+        """An empty board of ``size`` (default: the current size), same komi;
+        full clocks."""
+        size = self.size if size is None else size
+        self.game = Game(size, self.game.komi, self.rules)
+        if self.batcher is None or self.batcher.n != size:
+            if self.batcher is not None:
+                self.batcher.close()
+            s = self.cfg.search
+            self.batcher = Batcher(self.backend, size, s.batch_size, s.timeout_ms, cache_size=s.cache_size,
+                                   executor=self.executor)
+            self.batcher.attach()
+        self.drop_tree()
+        self.time.reset()
+
+    def replace_game(self, game: Game) -> None:
+        """Adopt ``game`` (from an SGF file) as the current game."""
+        if game.size != self.size:
+            self.new_game(game.size)
+        self.game = game
+        self.drop_tree()
+
+    def set_komi(self, komi: float) -> None:
+        set_komi(self.game, komi)
+        self.drop_tree()
+
+    def drop_tree(self) -> None:
+        self.search.reset()
+        self._sig = None
+
+    def position(self, color: int | None) -> Game:
+        """The game, or a copy with ``color`` to move (ko cleared, as
+        ``Game.play`` does for an out-of-turn move)."""
+        g = self.game
+        if color is None or color == g.to_move:
+            return g
+        pos = g.copy()
+        pos.rec["to_move"] = color
+        pos.rec["ko"] = B.NO_KO
+        return pos
+
+    def _signature(self, pos: Game) -> tuple:
+        return (pos.size, pos.komi, pos.rules, int(pos.history_hashes()[0]), tuple(pos.handicap),
+                tuple(pos.moves), pos.to_move)
+
+    def _prepare(self, pos: Game) -> None:
+        sig = self._signature(pos)
+        old = self._sig
+        keep = (
+            old is not None
+            and not self._restricted
+            and old[:4] == sig[:4]
+            and old[4] == sig[4]
+            and (sig[5] == old[5] and sig[6] == old[6]
+                 or len(sig[5]) == len(old[5]) + 1 and sig[5][:-1] == old[5] and sig[5][-1][0] == old[6])
+        )
+        if not keep:
+            self.search.reset()
+        self._restricted = False
+        self.search.sync(pos)
+        self._sig = sig
+
+    # ---- searching -------------------------------------------------------------
+    def pool_full(self) -> bool:
+        n = self.size
+        return int(self.search.ws[0]["used"]) + n * n + 1 > self.search.nodes.shape[0]
+
+    async def _expand_root(self) -> None:
+        s = self.search
+        if self.search.nodes[s.root_node()]["nchild"] == 0 and not self.pool_full():
+            await s.playout(self.batcher)
+
+    def restrict_root(self, avoid: set[int], allow: set[int] | None) -> None:
+        """Never search the root moves in ``avoid`` (or outside ``allow``);
+        ignored if it would leave no move. The tree is dropped afterwards."""
+        if not avoid and allow is None:
+            return
+        s = self.search
+        r = s.nodes[s.root_node()]
+        first, k = int(r["first"]), int(r["nchild"])
+        kids = s.nodes[first:first + k]
+        acts = kids["action"].astype(np.int64)
+        banned = np.array([a in avoid or (allow is not None and a not in allow) for a in acts], dtype=bool)
+        if banned.all():
+            return
+        kids["prior"][banned] = -1.0
+        self._restricted = True
+
+    async def think(
+        self,
+        *,
+        max_playouts: int | None,
+        deadline: float | None,
+        inbox: Inbox | None = None,
+        interval_s: float | None = None,
+        on_report: Callable[[], Awaitable[None]] | None = None,
+    ) -> int:
+        """Playouts on the prepared position until ``max_playouts`` new ones,
+        ``deadline`` (perf_counter), or input in ``inbox``. With ``inbox`` and
+        no other limit it waits for input once the node pool is full.
+        ``on_report`` is awaited every ``interval_s``. Returns playouts run."""
+        s, ev = self.search, self.batcher
+        spent = 0
+        next_report = time.perf_counter() + interval_s if interval_s else None
+        while True:
+            now = time.perf_counter()
+            if max_playouts is not None and spent >= max_playouts:
+                break
+            if deadline is not None and now >= deadline:
+                break
+            if inbox is not None and inbox.pending():
+                break
+            if next_report is not None and now >= next_report:
+                if on_report is not None:
+                    await on_report()
+                next_report = max(next_report + interval_s, now + interval_s * 0.5)
+            if self.pool_full():
+                if inbox is None or max_playouts is not None or deadline is not None:
+                    break
+                wake = next_report if next_report is not None else now + 1.0
+                await inbox.wait(max(0.0, wake - time.perf_counter()))
+                continue
+            for _ in range(CHUNK):
+                await s.playout(ev)
+                spent += 1
+                if (max_playouts is not None and spent >= max_playouts) or \
+                        (deadline is not None and time.perf_counter() >= deadline) or \
+                        (inbox is not None and inbox.pending()):
+                    break
+            await asyncio.sleep(0)
+        ev.counters.playouts += spent
+        return spent
+
+    async def root_eval(self, pos: Game) -> tuple[float, np.ndarray]:
+        """The network's score lead and ownership (side to move) at ``pos``,
+        from the NN cache or one evaluation."""
+        ev = self.batcher
+        hit = ev.cache_get(int(cache_key(pos.rec)))
+        if hit is not None:
+            return float(hit[2][0]), np.array(hit[3][0], dtype=np.float64)
+        planes, slot = ev.current()
+        self.encoder.encode(pos.rec, planes[slot])
+        out, row = await ev.commit()
+        return float(out.score[row]), np.array(out.ownership[row], dtype=np.float64)
+
+    def _child_score(self, pos: Game, action: int, fallback: float) -> float:
+        """Score lead for the root player after ``action``: the network's
+        estimate of the child position when it is in the NN cache."""
+        arr = pos.arr.copy()
+        B.play(arr[0], B.action_to_point(pos.size, action))
+        hit = self.batcher.cache_get(int(cache_key(arr[0])))
+        return -float(hit[2][0]) if hit is not None else fallback
+
+    def report(self, pos: Game, req: AnalyzeRequest, root_score: float, ownership: np.ndarray | None) -> Report:
+        n = pos.size
+        s = self.search
+        visits, q, prior = s.stats(n)
+        root_wr = (s.root_value() + 1.0) / 2.0
+        z = self.cfg.analysis.lcb_z
+        moves = []
+        for a in np.flatnonzero((visits > 0) | (prior > 0)):
+            a = int(a)
+            if a in req.avoid or (req.allow is not None and a not in req.allow):
+                continue
+            v = int(visits[a])
+            wr = (q[a] + 1.0) / 2.0 if v > 0 else root_wr
+            moves.append(MoveInfo(a, v, wr, float(prior[a]), wilson_lcb(wr, v, z), root_score, []))
+        ranked = rank_moves(moves, req.min_moves, req.max_moves)
+        pv_len = self.cfg.analysis.pv_length
+        for m in ranked:
+            m.pv = s.pv(m.action)[:pv_len]
+            m.score_lead = self._child_score(pos, m.action, root_score)
+        return Report(ranked, s.root_visits(), root_wr, root_score, ownership)
+
+    # ---- genmove ----------------------------------------------------------------
+    async def genmove(
+        self,
+        color: int,
+        *,
+        interval_s: float | None = None,
+        on_report: Callable[[Game], Awaitable[None]] | None = None,
+    ) -> int:
+        """Search for ``color``, play the move on the board and return its
+        action (``RESIGN`` to resign: nothing is played then)."""
+        t0 = time.perf_counter()
+        game = self.game
+        pos = self.position(color)
+        budget = self.time.budget(color, len(game.moves), game.size)
+        deadline = None if budget is None else t0 + budget
+        self._prepare(pos)
+        await self._expand_root()
+        report = (lambda: on_report(pos)) if on_report is not None else None
+        await self.think(max_playouts=self.cfg.search.playouts, deadline=deadline,
+                         interval_s=interval_s, on_report=report)
+        action = self._choose(pos)
+        if action != RESIGN:
+            game.play(action, color)
+        self.time.charge(color, time.perf_counter() - t0)
+        return action
+
+    def _choose(self, pos: Game) -> int:
+        """Most visited legal root move (ties: better Q, then prior); by prior
+        when nothing was visited; resign below the threshold."""
+        n = pos.size
+        visits, q, prior = self.search.stats(n)
+        order = np.lexsort((-prior, -q, -visits))
+        for a in order:
+            a = int(a)
+            if visits[a] == 0 and prior[a] <= 0:
+                break
+            if pos.why_illegal(a) is None:
+                s = self.cfg.search
+                wr = (q[a] + 1.0) / 2.0
+                if s.resign_threshold > 0 and self.search.root_visits() >= s.resign_min_visits \
+                        and visits[a] > 0 and wr < s.resign_threshold:
+                    return RESIGN
+                return a
+        return n * n
+
+    async def warmup(self) -> None:
+        """Run the compiled paths once (numba loads or compiles them), so the
+        first real command is not slow; the tree is dropped afterwards."""
+        self.backend.warmup([self.size])
+        pos = self.game
+        self._prepare(pos)
+        await self._expand_root()
+        await self.think(max_playouts=4, deadline=None)
+        req = AnalyzeRequest(style="lz")
+        score, _ = await self.root_eval(pos)
+        self.report(pos, req, score, None)
+        self.drop_tree()
+
+    def close(self) -> None:
+        if self.batcher is not None:
+            self.batcher.close()
+        self.executor.shutdown(wait=False)

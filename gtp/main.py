@@ -1,0 +1,237 @@
+"""``sayuri-async gtp``: the GTP program (also ``python -m gtp``).
+
+Vocabulary
+----------
+StdinInbox   input lines from a reader thread, handed to the event loop: the
+             loop is never blocked on stdin, so analysis keeps searching while
+             it watches for the next line ("stop on any input"). End of input
+             counts as input (analysis stops, then the program ends).
+SafeStderr   wraps ``sys.stderr`` so that no line written through Python can
+             start with ``=``, ``?``, ``info`` or ``play`` (Lizzie reads stderr
+             as if it were stdout); such lines get the ``sayuri-async:``
+             prefix that every log line of ours carries anyway.
+serve        the command loop: one line at a time, in order; each command's
+             answer is complete before the next line is read.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import BinaryIO
+
+from .commands import Dispatcher, log
+from .config import ConfigError, GtpConfig, load_config
+from .engine import Engine
+from .protocol import parse_line
+
+FORBIDDEN_STARTS = ("=", "?", "info", "play")
+
+
+class OutputClosed(Exception):
+    """stdout is gone (the controller closed the pipe or was killed)."""
+
+
+class SafeStderr(io.TextIOBase):
+    """Line-buffering stderr filter: prefixes lines a GUI could misread."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self._partial = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        text = self._partial + s
+        lines = text.split("\n")
+        self._partial = lines.pop()
+        for ln in lines:
+            self.inner.write(self._safe(ln) + "\n")
+        if lines:
+            self.inner.flush()
+        return len(s)
+
+    def flush(self) -> None:
+        if self._partial:
+            self.inner.write(self._safe(self._partial))
+            self._partial = ""
+        self.inner.flush()
+
+    @staticmethod
+    def _safe(line: str) -> str:
+        return "sayuri-async: " + line if line.lstrip().startswith(FORBIDDEN_STARTS) else line
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+
+class StdinInbox:
+    def __init__(self, stream: BinaryIO) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._lines: deque[str] = deque()
+        self._eof = False
+        self._event = asyncio.Event()
+        self._thread = threading.Thread(target=self._read, args=(stream,), name="gtp-stdin", daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: BinaryIO) -> None:
+        try:
+            for raw in iter(stream.readline, b""):
+                self._lines.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
+                self._loop.call_soon_threadsafe(self._event.set)
+        except (OSError, ValueError):
+            pass
+        self._eof = True
+        try:
+            self._loop.call_soon_threadsafe(self._event.set)
+        except RuntimeError:  # the loop is closed already
+            pass
+
+    def pending(self) -> bool:
+        return bool(self._lines) or self._eof
+
+    async def wait(self, timeout: float) -> None:
+        if self.pending():
+            return
+        self._event.clear()
+        if self.pending():
+            return
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    async def get(self) -> str | None:
+        """The next line, or None at end of input."""
+        while True:
+            if self._lines:
+                return self._lines.popleft()
+            if self._eof:
+                return None
+            self._event.clear()
+            if self._lines or self._eof:
+                continue
+            await self._event.wait()
+
+
+def stdout_writer(stream: BinaryIO) -> Callable[[str], None]:
+    def write(text: str) -> None:
+        try:
+            stream.write(text.encode("utf-8"))
+            stream.flush()
+        except (BrokenPipeError, ValueError, OSError) as e:
+            raise OutputClosed(str(e)) from None
+
+    return write
+
+
+async def serve(cfg: GtpConfig, backend, inp: BinaryIO, write: Callable[[str], None]) -> int:
+    engine = Engine(cfg, backend)
+    try:
+        await engine.warmup()
+        inbox = StdinInbox(inp)
+        disp = Dispatcher(engine, write, cfg)
+        while not disp.quit_requested:
+            line = await inbox.get()
+            if line is None:
+                break
+            cmd = parse_line(line)
+            if cmd is None:
+                continue
+            await disp.execute(cmd, inbox)
+    except OutputClosed:
+        _silence_stdout()
+    finally:
+        engine.close()
+    return 0
+
+
+def _silence_stdout() -> None:
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="sayuri-async gtp",
+        description="Speak GTP version 2 on stdin/stdout (Sabaki, Lizzie, GoGui, match runners).",
+    )
+    p.add_argument("--config", metavar="TOML", help="settings file (see configs/gtp.toml); default: built-in defaults")
+    p.add_argument("--weights", metavar="FILE", help="network weights (.safetensors); default: the random network")
+    p.add_argument("--device", help="torch device for the network, e.g. cpu or cuda:0")
+    p.add_argument("--playouts", type=int, metavar="N", help="playouts per genmove (also capped by the clock)")
+    p.add_argument("--lizzie", action="store_true",
+                   help=f"answer `version` as Lizzie 0.7.4 requires (X.Y with Y >= 15), same as "
+                        f"[protocol] lizzie_version = true")
+    p.add_argument("--seed", type=int, help="random seed for the search (tie breaks)")
+    p.add_argument("--verbose", action="store_true", help="log a line per genmove on stderr")
+    return p
+
+
+def _configure(args: argparse.Namespace) -> GtpConfig:
+    cfg = load_config(args.config)
+    if args.weights:
+        cfg.net.weights = args.weights
+    if args.device:
+        cfg.net.device = args.device
+    if args.playouts is not None:
+        cfg.search.playouts = args.playouts
+    if args.lizzie:
+        cfg.protocol.lizzie_version = True
+    if args.seed is not None:
+        cfg.search.seed = args.seed
+    if args.verbose:
+        cfg.protocol.verbose = True
+    cfg.check("command line")
+    return cfg
+
+
+def make_engine_backend(cfg: GtpConfig):
+    from sayuri_async.net.backends import make_backend
+
+    kw: dict = {}
+    if cfg.net.weights:
+        if cfg.net.dtype:
+            kw["dtype"] = cfg.net.dtype
+        if cfg.net.threads:
+            kw["threads"] = cfg.net.threads
+        kw["max_batch"] = max(cfg.search.batch_size, 1)
+    seed = None if cfg.search.seed < 0 else cfg.search.seed
+    return make_backend(cfg.net.weights or None, device=cfg.net.device, seed=seed, **kw)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if not isinstance(sys.stderr, SafeStderr):
+        sys.stderr = SafeStderr(sys.stderr)
+    try:
+        cfg = _configure(args)
+    except ConfigError as e:
+        log(str(e))
+        return 2
+    try:
+        backend = make_engine_backend(cfg)
+    except Exception as e:  # a missing or broken weights file
+        log(f"cannot load the network {cfg.net.weights!r}: {type(e).__name__}: {e}")
+        return 2
+    if cfg.net.weights:
+        log(f"network {cfg.net.weights} ({backend.name}) on {cfg.net.device}")
+    else:
+        log("no weights given: playing with the random network (near-uniform policy, neutral value)")
+    try:
+        import uvloop
+
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    out = sys.stdout.buffer
+    return runner(serve(cfg, backend, sys.stdin.buffer, stdout_writer(out)))
