@@ -1,0 +1,414 @@
+"""Matches between networks and GTP engines, with win rates, Elo and ratings.
+
+Vocabulary
+----------
+player      a network (a weights file, or ``random`` for the random network)
+            searched by our engine, or a GTP engine command line (anything
+            containing a space or starting with ``gtp:``, e.g.
+            ``"/usr/games/gnugo --mode gtp --level 1 --chinese-rules"``).
+game        alternating colours: game k gives black to A when k is even.
+            It ends on two passes (scored by Tromp-Taylor area with komi) or
+            a resignation; a move cap of 2 * N*N scores the board as it stands.
+MatchResult wins, losses and draws of A against B; ``win_rate`` counts a
+            draw as half; ``wilson`` its 95% interval; ``elo`` the Elo
+            difference ``-400 log10(1/p - 1)`` with the error of the delta
+            method.
+ratings     Elo of several players from all pair results (Bradley-Terry,
+            fitted by minorization-maximization), the first player at 0.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import shlex
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .go import board as B
+from .go.coords import action_to_vertex, vertex_to_action
+from .go.game import Game
+from .go.sgf import SgfInfo, save_sgf_file
+
+Z95 = 1.959964
+
+
+# ---------------------------------------------------------------------------
+# statistics
+
+
+@dataclass
+class MatchResult:
+    a: str
+    b: str
+    wins: int = 0
+    losses: int = 0
+    draws: int = 0
+    results: list[str] = field(default_factory=list)  # per game, A's view: "W", "L", "D"
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.losses + self.draws
+
+    @property
+    def win_rate(self) -> float:
+        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+
+    def wilson(self, z: float = Z95) -> tuple[float, float]:
+        n = self.games
+        if n == 0:
+            return 0.0, 1.0
+        p = self.win_rate
+        d = 1 + z * z / n
+        c = (p + z * z / (2 * n)) / d
+        h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+        return max(0.0, c - h), min(1.0, c + h)
+
+    def elo(self) -> tuple[float, float]:
+        """(Elo difference of A over B, its 95% error); infinite at 0% or 100%."""
+        return elo_from_rate(self.win_rate, self.games)
+
+
+def elo_from_rate(p: float, n: int) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, math.inf
+    if p <= 0.0:
+        return -math.inf, math.inf
+    if p >= 1.0:
+        return math.inf, math.inf
+    elo = -400.0 * math.log10(1.0 / p - 1.0)
+    se_p = math.sqrt(p * (1 - p) / n)
+    d_elo = 400.0 / (math.log(10) * p * (1 - p))
+    return elo, Z95 * d_elo * se_p
+
+
+def ratings(names: list[str], results: list[MatchResult], iters: int = 2000) -> dict[str, float]:
+    """Bradley-Terry Elo from pairwise results (draws count half to each);
+    the first name is anchored at 0. A player with no wins (or no losses) gets
+    a finite rating thanks to a tiny prior of one draw against the anchor."""
+    k = len(names)
+    idx = {n: i for i, n in enumerate(names)}
+    w = np.zeros((k, k))  # w[i, j]: score of i against j
+    for r in results:
+        i, j = idx[r.a], idx[r.b]
+        w[i, j] += r.wins + 0.5 * r.draws
+        w[j, i] += r.losses + 0.5 * r.draws
+    for i in range(1, k):  # prior: half a win each way against the anchor
+        w[i, 0] += 0.5
+        w[0, i] += 0.5
+    n = w + w.T
+    gamma = np.ones(k)
+    for _ in range(iters):
+        new = gamma.copy()
+        for i in range(k):
+            denom = sum(n[i, j] / (gamma[i] + gamma[j]) for j in range(k) if j != i and n[i, j] > 0)
+            new[i] = w[i].sum() / denom if denom > 0 else gamma[i]
+        new /= new[0]
+        if np.allclose(new, gamma, rtol=1e-10, atol=1e-12):
+            gamma = new
+            break
+        gamma = new
+    return {name: 400.0 * math.log10(gamma[idx[name]]) for name in names}
+
+
+# ---------------------------------------------------------------------------
+# players
+
+
+class Player:
+    name: str = "player"
+
+    async def start(self, size: int, komi: float) -> None:
+        """A new game: clear the board."""
+
+    async def play(self, color: int, action: int, size: int) -> None:
+        """The opponent played ``action``."""
+
+    async def genmove(self, game: Game) -> int:
+        """Our move in ``game`` (which holds the whole history): an action, or
+        -1 to resign."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        pass
+
+
+class NetPlayer(Player):
+    """Our search over one network; each game gets its own Search, all share
+    the network's batcher (one per board size)."""
+
+    def __init__(self, name: str, backend, playouts: int, gumbel: bool, resign: float, batch_size: int) -> None:
+        from .search.mcts import Search, SearchConfig
+
+        self.name = name
+        self.backend = backend
+        self.playouts = playouts
+        self.gumbel = gumbel
+        self.resign = resign
+        self.batch_size = batch_size
+        self._search_cls, self._cfg = Search, SearchConfig(node_capacity=max(50_000, playouts * 400))
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"match-{name}")
+        self._batchers: dict[int, object] = {}
+        self.search = None
+        self.batcher = None
+
+    def fork(self) -> "NetPlayer":
+        """A player for one more concurrent game, sharing network and batchers."""
+        p = NetPlayer.__new__(NetPlayer)
+        p.__dict__.update(self.__dict__)
+        p.search = None
+        p.batcher = None
+        return p
+
+    async def start(self, size: int, komi: float) -> None:
+        from .infer.batcher import Batcher
+
+        bt = self._batchers.get(size)
+        if bt is None:
+            bt = self._batchers[size] = Batcher(self.backend, size, self.batch_size, timeout_ms=2.0,
+                                                executor=self._executor)
+        if self.batcher is not None:
+            self.batcher.detach()
+        self.batcher = bt
+        bt.attach()
+        self.search = self._search_cls(self._cfg, self.backend.encoder)
+
+    async def genmove(self, game: Game) -> int:
+        res = await self.search.run(game, self.batcher, self.playouts, use_gumbel=self.gumbel)
+        winrate = (res.value + 1) / 2
+        if self.resign > 0 and winrate < self.resign and len(game.moves) > game.size:
+            return -1
+        action = res.action
+        if not game.is_legal(action):
+            mask = game.legal_actions().astype(bool)
+            action = int(np.argmax(np.where(mask, res.visits + res.prior, -1.0)))
+        return action
+
+    async def close(self) -> None:
+        if self.batcher is not None:
+            self.batcher.detach()
+            self.batcher = None
+
+
+class GtpPlayer(Player):
+    """An engine speaking GTP on its stdin/stdout (one process per game)."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command[4:] if command.startswith("gtp:") else command
+        self.name = Path(shlex.split(self.command)[0]).name
+        self.proc: asyncio.subprocess.Process | None = None
+
+    def fork(self) -> "GtpPlayer":
+        return GtpPlayer(self.command)
+
+    async def send(self, cmd: str) -> str:
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write((cmd + "\n").encode())
+        await self.proc.stdin.drain()
+        lines = []
+        while True:
+            raw = await asyncio.wait_for(self.proc.stdout.readline(), timeout=600)
+            if not raw:
+                raise RuntimeError(f"GTP engine {self.name!r} closed its output after {cmd!r}")
+            line = raw.decode(errors="replace").rstrip("\r\n")
+            if not lines and not line.strip():
+                continue
+            if not line.strip():
+                break
+            lines.append(line)
+        head = lines[0] if lines else ""
+        if head.startswith("?"):
+            raise RuntimeError(f"GTP engine {self.name!r} refused {cmd!r}: {head[1:].strip()}")
+        return "\n".join([head.lstrip("=").strip()] + lines[1:]).strip()
+
+    async def start(self, size: int, komi: float) -> None:
+        if self.proc is None:
+            self.proc = await asyncio.create_subprocess_exec(
+                *shlex.split(self.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL)
+        await self.send(f"boardsize {size}")
+        await self.send("clear_board")
+        await self.send(f"komi {komi}")
+
+    async def play(self, color: int, action: int, size: int) -> None:
+        c = "b" if color == B.BLACK else "w"
+        await self.send(f"play {c} {action_to_vertex(action, size)}")
+
+    async def genmove(self, game: Game) -> int:
+        c = "b" if game.to_move == B.BLACK else "w"
+        reply = (await self.send(f"genmove {c}")).lower()
+        if reply == "resign":
+            return -1
+        return vertex_to_action(reply, game.size)
+
+    async def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.stdin.write(b"quit\n")
+                await self.proc.stdin.drain()
+                await asyncio.wait_for(self.proc.wait(), 5)
+            except (asyncio.TimeoutError, BrokenPipeError, ConnectionResetError):
+                self.proc.kill()
+                await self.proc.wait()
+            self.proc = None
+
+
+# ---------------------------------------------------------------------------
+# games
+
+
+async def play_one(black: Player, white: Player, size: int, komi: float) -> tuple[Game, str, float]:
+    """One game; returns the game, the result string and black's score
+    (+1/-1 for a resignation)."""
+    game = Game(size, komi)
+    await black.start(size, komi)
+    await white.start(size, komi)
+    players = {B.BLACK: black, B.WHITE: white}
+    cap = 2 * size * size
+    while not game.is_over() and len(game.moves) < cap:
+        color = game.to_move
+        me, other = players[color], players[B.WHITE if color == B.BLACK else B.BLACK]
+        action = await me.genmove(game)
+        if action < 0:
+            result = "W+R" if color == B.BLACK else "B+R"
+            return game, result, (-1.0 if color == B.BLACK else 1.0)
+        reason = game.why_illegal(action)
+        if reason is not None:
+            raise RuntimeError(f"{me.name} played an illegal move {action_to_vertex(action, size)} ({reason})")
+        game.play(action)
+        await other.play(color, action, size)
+    score = game.score()
+    return game, game.result(), score
+
+
+def make_player(spec: str, args) -> Player:
+    if spec.startswith("gtp:") or " " in spec.strip():
+        return GtpPlayer(spec)
+    from .net.backends import make_backend
+
+    weights = None if spec == "random" else spec
+    if weights is not None and not Path(weights).is_file():
+        raise SystemExit(f"sayuri-async match: {spec!r} is neither a weights file, 'random', nor a GTP command")
+    backend = make_backend(weights, device=args.device, max_batch=args.batch_size)
+    name = "random" if weights is None else Path(weights).stem
+    return NetPlayer(name, backend, args.playouts, args.gumbel, args.resign, args.batch_size)
+
+
+async def run_match(a: Player, b: Player, games: int, size: int, komi: float, concurrency: int,
+                    sgf_dir: Path | None, on_game=None) -> MatchResult:
+    res = MatchResult(a.name, b.name)
+    res.results = [""] * games
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(k: int) -> None:
+        async with sem:
+            pa, pb = a.fork(), b.fork()
+            try:
+                a_black = k % 2 == 0
+                black, white = (pa, pb) if a_black else (pb, pa)
+                game, result, score = await play_one(black, white, size, komi)
+            finally:
+                await pa.close()
+                await pb.close()
+            a_sign = 1.0 if a_black else -1.0
+            s = a_sign * score
+            res.results[k] = "W" if s > 0 else "L" if s < 0 else "D"
+            if s > 0:
+                res.wins += 1
+            elif s < 0:
+                res.losses += 1
+            else:
+                res.draws += 1
+            if sgf_dir is not None:
+                info = SgfInfo(black=black.name, white=white.name, result=result)
+                save_sgf_file(sgf_dir / f"{a.name}-vs-{b.name}-{k:04d}.sgf", game, info, result=result)
+            if on_game is not None:
+                on_game(k, res)
+
+    await asyncio.gather(*[one(k) for k in range(games)])
+    return res
+
+
+def print_result(res: MatchResult, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    lo, hi = res.wilson()
+    elo, err = res.elo()
+    t = Table(title=f"{res.a} vs {res.b}")
+    for col in ("games", f"{res.a} wins", "losses", "draws", "win rate", "95% interval", "Elo diff"):
+        t.add_column(col, justify="right")
+    t.add_row(str(res.games), str(res.wins), str(res.losses), str(res.draws), f"{res.win_rate:.1%}",
+              f"{lo:.1%} .. {hi:.1%}", f"{elo:+.0f} ± {err:.0f}" if math.isfinite(elo) else f"{elo}")
+    console.print(t)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sayuri-async match", description="Play networks or GTP engines against each other.")
+    p.add_argument("players", nargs="+", help="weights files, 'random', or GTP command lines (quoted); "
+                                              "two for a match, more for a round robin with ratings")
+    p.add_argument("--games", type=int, default=20, help="games per pair")
+    p.add_argument("--board", type=int, default=9)
+    p.add_argument("--komi", type=float, default=7.5)
+    p.add_argument("--playouts", type=int, default=100)
+    p.add_argument("--gumbel", action="store_true", help="Gumbel root search for our networks")
+    p.add_argument("--resign", type=float, default=0.0, help="our networks resign below this winrate (0: never)")
+    p.add_argument("--concurrency", type=int, default=8, help="games at once (one GTP process per game and side)")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--sgf", default="", help="folder for the games' SGF (default: none)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if len(args.players) < 2:
+        print("sayuri-async match: give at least two players", file=sys.stderr)
+        return 2
+    players = [make_player(s, args) for s in args.players]
+    names = [p.name for p in players]
+    if len(set(names)) != len(names):  # the same name twice: number them
+        for i, p in enumerate(players):
+            p.name = f"{p.name}#{i + 1}"
+        names = [p.name for p in players]
+    sgf_dir = Path(args.sgf) if args.sgf else None
+    if sgf_dir is not None:
+        sgf_dir.mkdir(parents=True, exist_ok=True)
+
+    def progress(k: int, res: MatchResult) -> None:
+        print(f"  {res.a} vs {res.b}: game {res.games}/{args.games}  {res.wins}-{res.losses}-{res.draws}",
+              file=sys.stderr, flush=True)
+
+    async def go() -> list[MatchResult]:
+        out = []
+        for i in range(len(players)):
+            for j in range(i + 1, len(players)):
+                out.append(await run_match(players[i], players[j], args.games, args.board, args.komi,
+                                           args.concurrency, sgf_dir, progress))
+        return out
+
+    results = asyncio.run(go())
+    for r in results:
+        print_result(r)
+    if len(players) > 2:
+        from rich.console import Console
+        from rich.table import Table
+
+        rt = ratings(names, results)
+        t = Table(title="ratings (Bradley-Terry, first player = 0)")
+        t.add_column("player")
+        t.add_column("Elo", justify="right")
+        for name, elo in sorted(rt.items(), key=lambda kv: -kv[1]):
+            t.add_row(name, f"{elo:+.0f}")
+        Console().print(t)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
