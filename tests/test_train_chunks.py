@@ -175,3 +175,25 @@ def test_stream_skips_a_corrupt_chunk_with_a_warning(tmp_path):
     assert len(warnings) == 1 and "chunk-0-1-1.npz" in warnings[0]
     assert all(it["planes"].shape == (8, PLANES, 7, 7) for it in items)
     assert [it["position"][0] for it in items] == [0] * 6 + [1] * 6
+
+
+def test_augmented_batches_keep_targets_aligned_with_planes(tmp_path):
+    """make_chunk's targets are functions of the planes; after a symmetry they must still be."""
+    make_chunk(tmp_path / "chunk-0-1-0.npz", n=7, positions=64, seed=9, full_search_prob=1.0)
+    files = [(str(tmp_path / "chunk-0-1-0.npz"), 64)]
+    plain = ChunkStream(_spec(files, batch_size=64)).iterate(0, (0, 0, 0))
+    augmented = ChunkStream(_spec(files, batch_size=64, symmetries=True)).iterate(0, (0, 0, 0))
+    a, b = next(plain), next(augmented)
+    planes = b["planes"].astype(np.int64)  # [B, C, 7, 7]
+    own = planes[:, 0] - planes[:, 1]
+    assert np.array_equal(b["ownership"].reshape(-1, 7, 7), own)
+    support = b["policy"][:, :49].reshape(-1, 7, 7) > 0
+    has_cells = planes[:, 2].reshape(64, -1).any(axis=1)
+    assert np.array_equal(support[has_cells], planes[has_cells, 2] == 1)
+    opp_rows = np.nonzero(b["opp_mask"] & (b["opp_policy"][:, 49] == 0))[0]
+    cells = b["opp_policy"][opp_rows, :49].argmax(axis=1)
+    assert (planes[opp_rows, 3].reshape(len(opp_rows), -1)[np.arange(len(opp_rows)), cells] == 1).all()
+    # the same rows (same permutation), but most of them turned or flipped
+    assert np.array_equal(a["planes"].sum(axis=(2, 3)), b["planes"].sum(axis=(2, 3)))
+    moved = [not np.array_equal(a["planes"][i], b["planes"][i]) for i in range(64)]
+    assert sum(moved) > 40  # 7 of 8 symmetries change a random position

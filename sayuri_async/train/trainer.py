@@ -349,7 +349,19 @@ class Trainer:
 
     # ---------------------------------------------------------------- saving
 
+    @torch.no_grad()
+    def check_replicas(self) -> None:
+        """Under DDP every rank must hold the same weights; stop loudly if they diverged."""
+        if not self.info.enabled:
+            return
+        sums = torch.stack([torch.stack([p.double().sum(), p.double().abs().sum()])
+                            for p in self.net.parameters()]).sum(0)
+        seen = gather([float(v) for v in sums.cpu()], self.info)
+        if any(s != seen[0] for s in seen):
+            raise TrainError(f"rank weights diverged at step {self.step}: parameter sums {seen}")
+
     def save_checkpoint(self) -> str | None:
+        self.check_replicas()
         mine = {"rng": rng_state(), "batches": self.batches,
                 "positions": {int(k): list(v) for k, v in self.positions.items()}}
         ranks = gather(mine, self.info)
