@@ -17,9 +17,10 @@ alloc_input ``Backend.alloc_input(max_batch, n)``: a uint8 buffer
             ``[max_batch, C, n, n]`` (page-locked on CUDA) the batcher
             encodes requests into; pass ``buf[:B]`` to ``run``.
 bucket      on CUDA a batch is padded up to the next bucket size (powers of
-            two up to ``max_batch``, and ``max_batch``), and each (board
-            size, bucket) gets its own CUDA graph, captured on first use
-            (or ahead of time with ``warmup``).
+            two up to ``max_batch``, and ``max_batch``; a larger batch adds
+            the next power of two), and each (board size, bucket) gets its
+            own CUDA graph, captured on first use (or ahead of time with
+            ``warmup``). ``max_batch`` is a sizing hint, not a limit.
 
 RandomBackend has no weights and does no torch work: a uniform policy with
 small noise (so ties break randomly), a neutral value, zero score and
@@ -80,8 +81,6 @@ class Backend:
                 f"{self.name}: batch shape {batch.shape} is not [B, {self.planes}, N, N] "
                 f"(encoder {self.encoder})"
             )
-        if batch.shape[0] > self.max_batch:
-            raise ValueError(f"{self.name}: batch of {batch.shape[0]} exceeds max_batch {self.max_batch}")
         return int(batch.shape[0]), int(batch.shape[2])
 
 
@@ -213,6 +212,7 @@ class TorchBackend(Backend):
         for p in net.parameters():
             p.requires_grad_(False)
         if self.is_cuda:
+            torch.backends.cudnn.benchmark = True  # fixed shapes per bucket: autotune during graph warm-up
             net = net.to(self.torch_device, dtype=self.dtype, memory_format=torch.channels_last)
             self.stream = torch.cuda.Stream(self.torch_device)
             self._pool = torch.cuda.graph_pool_handle()
@@ -232,10 +232,15 @@ class TorchBackend(Backend):
         return t.numpy()
 
     def bucket(self, b: int) -> int:
+        """The bucket a batch of ``b`` is padded to. A batch above the largest
+        bucket (the batcher grew past ``max_batch``) gets a new bucket, the
+        next power of two, captured on first use."""
         for s in self.buckets:
             if s >= b:
                 return s
-        raise ValueError(f"{self.name}: batch of {b} exceeds max_batch {self.max_batch}")
+        s = 1 << (int(b) - 1).bit_length()
+        self.buckets.append(s)
+        return s
 
     # ---- running --------------------------------------------------------
     def _forward(self, x_u8: "torch.Tensor") -> tuple:
