@@ -12,6 +12,8 @@ figures     ``rates`` between two aggregates plus what needs the processes
             at 100%), games in progress.
 Window      keeps recent aggregates and gives figures over the last
             ``seconds`` (and over the whole run).
+host_load   the machine's 1-minute load average per core: above 1, other
+            programs (or too many engine processes) compete for the CPU.
 History     the figures of every update over the last minute, for sparklines.
 Verdict     ``diagnose(figures, settings)``: which side limits, as a ``kind``
             (one of ``KINDS``) and a one-line text with the numbers and the
@@ -21,6 +23,7 @@ rule of thumb  ``parallel_games`` about 2 x ``batch_size``: each game has one
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import deque
@@ -36,7 +39,8 @@ FULL_BATCH = 0.75  # avg batch at least this share of batch_size counts as full
 SMALL_BATCH = 64  # a busy GPU at batch sizes below this has room to amortise
 GAMES_PER_BATCH = 2  # the rule of thumb: parallel_games ~ 2 x batch_size
 
-KINDS = ("warming up", "paused", "CPU-bound", "starved", "batch too small", "GPU-bound", "timeouts", "balanced")
+KINDS = ("warming up", "paused", "CPU-bound", "starved", "batch too small", "GPU-bound", "timeouts", "contended",
+         "latency-bound", "balanced")
 
 
 def aggregate(statuses: list[dict]) -> dict:
@@ -91,7 +95,16 @@ def figures(a: dict | None, b: dict, devices: int = 1) -> dict:
     r["loop_busy_max"] = max(r["loop_busy_procs"], default=r["loop_busy"])
     r["games_live"] = len(b.get("games", []))
     r["elapsed"] = b["elapsed"]
+    r["host_load"] = host_load()
     return r
+
+
+def host_load() -> float:
+    """The 1-minute load average per core (0 where the OS has none)."""
+    try:
+        return os.getloadavg()[0] / max(os.cpu_count() or 1, 1)
+    except (AttributeError, OSError):
+        return 0.0
 
 
 class Window:
@@ -183,7 +196,16 @@ def diagnose(r: dict, settings: dict) -> Verdict:
     if share.get("timeout", 0.0) >= 0.3 and not full:
         return Verdict("timeouts", f"batches leave on timeout (avg {avg:.0f} of {b}): raise parallel_games "
                                    f"or lower timeout_ms")
-    return Verdict("balanced", f"no single limit: loop {loop:.0%}, GPU {gpu:.0%}, avg batch {avg:.0f} of {b}")
+    if max(loop, gpu) < GPU_IDLE:
+        load = r.get("host_load", 0.0)
+        if load >= 1.0:
+            return Verdict("contended", f"contended: loop {loop:.0%}, GPU {gpu:.0%} while the machine's load is "
+                                        f"{load:.1f} per core: other programs take the CPU; stop them or "
+                                        f"use fewer processes")
+        return Verdict("latency-bound", f"latency-bound: loop {loop:.0%}, GPU {gpu:.0%}, avg batch {avg:.0f} of {b}: "
+                                        f"the loop waits for batches in flight; raise parallel_games above "
+                                        f"{GAMES_PER_BATCH} x batch_size or add processes")
+    return Verdict("balanced", f"balanced: loop {loop:.0%}, GPU {gpu:.0%}, avg batch {avg:.0f} of {b}")
 
 
 def verdict(r: dict, settings: dict, games_live: int = 0) -> str:

@@ -268,17 +268,18 @@ class TuiReporter:
 
     def _header(self) -> Text:
         cfg, agg = self.cfg, self.agg
-        net = Path(cfg.weights).name if cfg.weights else "random network (no weights)"
+        net = Path(cfg.weights).name if cfg.weights else "random (no weights)"
         boards = ", ".join(f"{n}x{n}" for n in cfg.board_sizes)
         t = Text()
-        t.append(" sayuri-async self-play ", style="bold reverse")
+        t.append(" sayuri-async ", style="bold reverse")
         t.append(f"  device {', '.join(self.devices)}  net {net}  board {boards}  "
-                 f"processes {cfg.procs * len(self.devices)}  ")
+                 f"procs {cfg.procs * len(self.devices)}  ")
         t.append(f"elapsed {fmt_time(agg.get('elapsed', 0.0))}", style="bold")
         done = agg.get("finished", 0)
         target = f"/{cfg.num_games}" if cfg.num_games else ""
-        t.append(f"  games {done}{target} done, {len(agg.get('games', []))} live  "
-                 f"positions {agg.get('positions_written', 0)}")
+        load = self.recent.get("host_load", 0.0)
+        t.append(f"  load {load:.1f}/core", style="bold red" if load >= 1.0 else "")
+        t.append(f"  games {done}{target} done, {len(agg.get('games', []))} live")
         if self.settings().get("paused"):
             t.append("  PAUSED", style="bold yellow reverse")
         return t

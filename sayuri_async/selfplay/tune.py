@@ -1,0 +1,478 @@
+"""``sayuri-async tune``: measure self-play throughput over a grid of
+(parallel_games, batch_size, procs) and recommend the best setting.
+
+Vocabulary
+----------
+Point        one setting of the grid: ``parallel_games``, ``batch_size`` and
+             ``procs`` (engine processes per device).
+MeasureSpec  how a point is measured: ``warmup_s`` after every process has
+             sent its first batch (excluded: numba loading, CUDA graph
+             capture, the first games' openings), then contiguous windows of
+             ``window_s``. The point ends when the last ``min_windows``
+             windows agree (stdev/mean at most ``cv_target``) or after
+             ``max_windows`` (then it is flagged unstable).
+Sample       the figures of one window: evals/s (summed over processes, each
+             process's counters over its own clock), GPU busy (ours: the
+             inference worker's time with a batch over wall time, per
+             device), the driver's utilization (NVML, when available), loop
+             busy (mean and max over processes), average batch size.
+Result       a point and its samples (the stable tail): mean, stdev, min, max.
+PointMeter   a reporter for ``run_selfplay`` that takes these samples from
+             the engines' statuses and asks them to stop when done. It only
+             reads the statuses' own clocks, so a fake engine can feed it
+             virtual time.
+measure      ``measure(point, spec) -> Result``; ``engine_measure(cfg)``
+             runs the real engine (in this process for procs=1, child
+             processes otherwise). Injectable: tests pass a fake one.
+recommend    the point with the highest mean evals/s, and the cheaper points
+             whose spread reaches it.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import math
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..configfile import ConfigError
+from ..infer.stats import rates
+from .config import SelfplayConfig, load_selfplay_config
+from .report import diagnose, host_load
+
+
+@dataclass(frozen=True)
+class Point:
+    parallel_games: int
+    batch_size: int
+    procs: int = 1
+
+    def label(self) -> str:
+        return f"procs {self.procs}, games {self.parallel_games}, batch {self.batch_size}"
+
+
+@dataclass
+class MeasureSpec:
+    warmup_s: float = 5.0
+    window_s: float = 2.0
+    min_windows: int = 4
+    max_windows: int = 12
+    cv_target: float = 0.05
+    start_timeout_s: float = 300.0  # wall time allowed for the first batch
+
+
+@dataclass
+class Sample:
+    evals_s: float
+    gpu_busy: float
+    loop_busy: float
+    loop_busy_max: float
+    avg_batch: float
+    driver_util: float | None = None
+    verdict: str = ""
+
+
+@dataclass
+class Result:
+    point: Point
+    samples: list[Sample] = field(default_factory=list)
+    windows: int = 0  # windows measured in all (samples holds the tail)
+    stable: bool = False
+    error: str = ""
+
+    def _vals(self, key: str) -> list[float]:
+        return [getattr(s, key) for s in self.samples if getattr(s, key) is not None]
+
+    def mean(self, key: str = "evals_s") -> float:
+        v = self._vals(key)
+        return statistics.fmean(v) if v else float("nan")
+
+    @property
+    def stdev(self) -> float:
+        v = self._vals("evals_s")
+        return statistics.stdev(v) if len(v) > 1 else 0.0
+
+    @property
+    def lo(self) -> float:
+        return min(self._vals("evals_s"), default=float("nan"))
+
+    @property
+    def hi(self) -> float:
+        return max(self._vals("evals_s"), default=float("nan"))
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and bool(self.samples)
+
+    @property
+    def verdict(self) -> str:
+        kinds = [s.verdict for s in self.samples if s.verdict]
+        return max(set(kinds), key=kinds.count) if kinds else ""
+
+
+MeasureFn = Callable[[Point, MeasureSpec], Result]
+
+
+def cv(values: list[float]) -> float:
+    """stdev / mean (0 for fewer than two values, inf for a zero mean)."""
+    if len(values) < 2:
+        return 0.0
+    m = statistics.fmean(values)
+    return statistics.stdev(values) / m if m > 0 else math.inf
+
+
+class PointMeter:
+    """A ``run_selfplay`` reporter that measures one point (see the module
+    docstring). ``probe()`` may return the driver's utilization (0..1)."""
+
+    def __init__(self, point: Point, spec: MeasureSpec, procs: int, devices: int = 1,
+                 probe: Callable[[], float | None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.point = point
+        self.spec = spec
+        self.procs = procs
+        self.devices = devices
+        self.probe = probe
+        self.clock = clock
+        self.t_created = clock()
+        self.latest: dict[str, dict] = {}
+        self.warm_from: dict[str, float] | None = None  # each process's clock when all were running
+        self.start: dict[str, dict] | None = None  # window start statuses
+        self.samples: list[Sample] = []
+        self._driver: list[float] = []
+        self.done = False
+        self.stable = False
+        self.error = ""
+
+    # ---- reporter protocol -------------------------------------------
+    def update(self, statuses: list[dict]) -> list[dict]:
+        for i, s in enumerate(statuses):
+            self.latest[str(s.get("pid", i))] = s
+        if not self.done:
+            self._advance()
+        return [{"stop": True}] if self.done else []
+
+    def close(self, statuses: list[dict]) -> None:
+        if not self.done and not self.error:
+            self.error = "interrupted" if self.samples or self.start else "stopped before measuring"
+
+    # ---- measuring -----------------------------------------------------
+    def _advance(self) -> None:
+        sp = self.spec
+        if self.warm_from is None:
+            running = [s for s in self.latest.values() if s["counters"].get("evals", 0) > 0]
+            if len(running) >= self.procs:
+                self.warm_from = {k: s["t"] for k, s in self.latest.items()}
+            elif self.clock() - self.t_created > sp.start_timeout_s:
+                self.error = f"no batches within {sp.start_timeout_s:.0f} s"
+                self.done = True
+            return
+        if self.start is None:
+            if all(self.latest[k]["t"] >= t0 + sp.warmup_s for k, t0 in self.warm_from.items()):
+                self.start = dict(self.latest)
+            return
+        if self.probe is not None:
+            u = self.probe()
+            if u is not None:
+                self._driver.append(u)
+        if all(self.latest[k]["t"] >= s["t"] + sp.window_s for k, s in self.start.items()):
+            self.samples.append(self._sample(self.start, self.latest))
+            self.start = dict(self.latest)
+            self._driver.clear()
+            self._check_done()
+
+    def _sample(self, a: dict[str, dict], b: dict[str, dict]) -> Sample:
+        evals_s = busy_s = 0.0
+        evals = batches = 0.0
+        loops = []
+        flush = {"full": 0, "waiting": 0, "timeout": 0}
+        for k, sa in a.items():
+            sb = b[k]
+            dt = sb["t"] - sa["t"]
+            r = rates(sa["counters"], sb["counters"], dt, sb["loop_cpu_s"] - sa["loop_cpu_s"])
+            evals_s += r["nnEvals/s"]
+            busy_s += (sb["counters"]["busy_s"] - sa["counters"]["busy_s"]) / dt
+            evals += sb["counters"]["evals"] - sa["counters"]["evals"]
+            batches += sb["counters"]["batches"] - sa["counters"]["batches"]
+            loops.append(r["loop_busy"])
+            for reason in flush:
+                flush[reason] += sb["counters"]["flush"].get(reason, 0) - sa["counters"]["flush"].get(reason, 0)
+        nflush = max(sum(flush.values()), 1)
+        avg = evals / batches if batches else 0.0
+        gpu = min(busy_s / max(self.devices, 1), 1.0)
+        fig = {"nnEvals/s": evals_s, "gpu_busy": gpu, "loop_busy": statistics.fmean(loops),
+               "loop_busy_max": max(loops), "avgBatchSize": avg,
+               "flush_share": {r: n / nflush for r, n in flush.items()}, "host_load": host_load()}
+        settings = next(iter(b.values()))["settings"]
+        driver = statistics.fmean(self._driver) if self._driver else None
+        return Sample(evals_s, gpu, fig["loop_busy"], fig["loop_busy_max"], avg, driver,
+                      diagnose(fig, settings).kind)
+
+    def _check_done(self) -> None:
+        sp = self.spec
+        tail = self.samples[-sp.min_windows:]
+        if len(self.samples) >= sp.min_windows and cv([s.evals_s for s in tail]) <= sp.cv_target:
+            self.stable = True
+            self.done = True
+        elif len(self.samples) >= sp.max_windows:
+            self.done = True
+
+    def result(self) -> Result:
+        tail = self.samples[-self.spec.min_windows:] if self.stable else list(self.samples)
+        return Result(self.point, tail, len(self.samples), self.stable, self.error)
+
+
+def engine_measure(base: SelfplayConfig, run: Callable | None = None,
+                   probe: Callable[[], float | None] | None = None) -> MeasureFn:
+    """A measure function over the real engine (``run`` defaults to
+    ``run_selfplay``): self-play until stopped, output in a temporary folder."""
+    devices = [d for d in base.device.split(",") if d.strip()] or ["cpu"]
+
+    def measure(point: Point, spec: MeasureSpec) -> Result:
+        runner = run
+        if runner is None:
+            from .runner import run_selfplay as runner
+        with tempfile.TemporaryDirectory(prefix="sayuri-tune-") as tmp:
+            cfg = replace(base, parallel_games=point.parallel_games, batch_size=point.batch_size,
+                          procs=point.procs, num_games=0, out=tmp, write_sgf=False)
+            meter = PointMeter(point, spec, procs=point.procs * len(devices), devices=len(devices), probe=probe)
+            try:
+                runner(cfg, meter)
+            except Exception as e:  # one bad point (out of memory, say) must not end the sweep
+                meter.error = f"{type(e).__name__}: {e}"
+        return meter.result()
+
+    return measure
+
+
+def run_sweep(points: list[Point], measure: MeasureFn, spec: MeasureSpec,
+              on_result: Callable[[Result], None] | None = None) -> list[Result]:
+    """Measure each point in turn; an interrupted point ends the sweep."""
+    out = []
+    for p in points:
+        res = measure(p, spec)
+        out.append(res)
+        if on_result is not None:
+            on_result(res)
+        if res.error == "interrupted":
+            break
+    return out
+
+
+def recommend(results: list[Result]) -> tuple[Result | None, list[Result]]:
+    """The best point by mean evals/s, and cheaper points (fewer processes,
+    then fewer games) whose best window reaches the best point's worst."""
+    good = [r for r in results if r.ok]
+    if not good:
+        return None, []
+    best = max(good, key=lambda r: r.mean())
+    cost = (best.point.procs, best.point.parallel_games)
+    close = [r for r in good if r is not best and r.hi >= best.lo and (r.point.procs, r.point.parallel_games) < cost]
+    close.sort(key=lambda r: (r.point.procs, r.point.parallel_games, -r.mean()))
+    return best, close
+
+
+def grid(games: list[str], batches: list[int], procs: list[int]) -> list[Point]:
+    """Points of the grid; a games token ``"2x"`` means 2 x batch_size."""
+    out: list[Point] = []
+    for pr, b, g in itertools.product(procs, batches, games):
+        n = int(round(float(g[:-1]) * b)) if g.endswith("x") else int(g)
+        p = Point(max(n, 1), b, pr)
+        if p not in out:
+            out.append(p)
+    return out
+
+
+# ---- output ---------------------------------------------------------------
+CSV_FIELDS = ["procs", "parallel_games", "batch_size", "evals_s_mean", "evals_s_stdev", "evals_s_min",
+              "evals_s_max", "windows", "stable", "avg_batch", "gpu_busy", "driver_util", "loop_busy",
+              "loop_busy_max", "verdict", "error", "samples_evals_s"]
+
+
+def _f(x: float | None, fmt: str = ".4g") -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def write_csv(results: list[Result], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_FIELDS)
+        for r in results:
+            p = r.point
+            drv = r.mean("driver_util") if r._vals("driver_util") else None
+            w.writerow([p.procs, p.parallel_games, p.batch_size, _f(r.mean(), ".1f"), _f(r.stdev, ".1f"),
+                        _f(r.lo, ".1f"), _f(r.hi, ".1f"), r.windows, int(r.stable), _f(r.mean("avg_batch"), ".2f"),
+                        _f(r.mean("gpu_busy"), ".4f"), _f(drv, ".4f"), _f(r.mean("loop_busy"), ".4f"),
+                        _f(r.mean("loop_busy_max"), ".4f"), r.verdict, r.error,
+                        ";".join(f"{s.evals_s:.1f}" for s in r.samples)])
+
+
+def draw_png(results: list[Result], path: Path) -> str:
+    """Evals/s (mean, stdev bars) and GPU busy against batch_size, one line
+    per (procs, games per batch). Returns what happened, in words."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed (pip install matplotlib): PNG skipped"
+    good = [r for r in results if r.ok]
+    if not good:
+        return "nothing measured: PNG skipped"
+    series: dict[str, list[Result]] = {}
+    for r in good:
+        p = r.point
+        ratio = p.parallel_games / p.batch_size
+        series.setdefault(f"procs {p.procs}, games {ratio:g} x batch", []).append(r)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    for name, rs in sorted(series.items()):
+        rs.sort(key=lambda r: r.point.batch_size)
+        xs = [r.point.batch_size for r in rs]
+        ax1.errorbar(xs, [r.mean() for r in rs], yerr=[r.stdev for r in rs], marker="o", capsize=3, label=name)
+        ax2.plot(xs, [100 * r.mean("gpu_busy") for r in rs], marker="o", label=name)
+    ax1.set_xscale("log", base=2)
+    sizes = sorted({r.point.batch_size for r in good})
+    ax1.set_xticks(sizes, [str(x) for x in sizes])
+    ax1.set_ylim(bottom=0)
+    ax1.set_ylabel("nnEvals/s (mean, stdev)")
+    ax1.set_title("sayuri-async tune")
+    ax1.legend(fontsize=8)
+    ax2.set_ylabel("GPU busy % (ours)")
+    ax2.set_xlabel("batch_size")
+    ax2.set_ylim(0, 105)
+    ax1.grid(alpha=0.3)
+    ax2.grid(alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return f"plot written to {path}"
+
+
+def results_table(results: list[Result], best: Result | None):
+    from rich.table import Table
+
+    t = Table(title="sayuri-async tune: nnEvals/s per setting (warm-up excluded)")
+    for col, just in [("procs", "right"), ("games", "right"), ("batch", "right"), ("evals/s", "right"),
+                      ("± stdev", "right"), ("min-max", "right"), ("windows", "right"), ("avg batch", "right"),
+                      ("GPU busy", "right"), ("driver", "right"), ("loop max", "right"), ("verdict", "left")]:
+        t.add_column(col, justify=just)
+    for r in results:
+        p = r.point
+        if not r.ok:
+            t.add_row(str(p.procs), str(p.parallel_games), str(p.batch_size), "-", "", "", str(r.windows), "",
+                      "", "", "", f"[red]{r.error}[/]")
+            continue
+        drv = f"{r.mean('driver_util'):.0%}" if r._vals("driver_util") else "n/a"
+        win = f"{len(r.samples)}/{r.windows}" + ("" if r.stable else " unstable")
+        t.add_row(str(p.procs), str(p.parallel_games), str(p.batch_size), f"{r.mean():.0f}", f"{r.stdev:.0f}",
+                  f"{r.lo:.0f}-{r.hi:.0f}", win, f"{r.mean('avg_batch'):.1f}", f"{r.mean('gpu_busy'):.0%}", drv,
+                  f"{r.mean('loop_busy_max'):.0%}", r.verdict, style="bold green" if r is best else "")
+    return t
+
+
+def recommendation_lines(best: Result | None, close: list[Result]) -> list[str]:
+    if best is None:
+        return ["no point was measured: no recommendation"]
+    p = best.point
+    lines = [f"recommended: --procs {p.procs} --parallel-games {p.parallel_games} --batch-size {p.batch_size}  "
+             f"({best.mean():.0f} evals/s, stdev {best.stdev:.0f}, GPU busy {best.mean('gpu_busy'):.0%})"]
+    if not best.stable:
+        lines.append("  note: this point did not settle within the windows allowed; measure longer (--max-windows)")
+    for r in close[:3]:
+        lines.append(f"  within its spread and cheaper: {r.point.label()} ({r.mean():.0f} evals/s)")
+    return lines
+
+
+# ---- command line ------------------------------------------------------------
+def _ints(s: str) -> list[int]:
+    return [int(x) for x in s.split(",") if x.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sayuri-async tune",
+                                description="Measure self-play evals/s over a grid of settings and recommend one.")
+    p.add_argument("--config", help="TOML config (default: configs/selfplay-9x9.toml)")
+    p.add_argument("--weights", help="network weights (random network when absent)")
+    p.add_argument("--device", help="cpu, cuda:0, or cuda:0,cuda:1")
+    p.add_argument("--board-size", type=int, action="append", dest="board_sizes", help="board size (repeatable)")
+    p.add_argument("--playouts", type=int, help="playouts per full search")
+    p.add_argument("--batch", default="16,32,64", help="batch sizes, comma-separated (default 16,32,64)")
+    p.add_argument("--games", default="2x",
+                   help="parallel games per process: numbers, or Nx for N x batch_size (default 2x)")
+    p.add_argument("--procs", default="1", help="engine processes per device, comma-separated (default 1)")
+    p.add_argument("--warmup", type=float, default=5.0, help="seconds excluded after the first batch (default 5)")
+    p.add_argument("--window", type=float, default=2.0, help="seconds per measurement window (default 2)")
+    p.add_argument("--min-windows", type=int, default=4, help="windows that must agree (default 4)")
+    p.add_argument("--max-windows", type=int, default=12, help="give up on stability after this many (default 12)")
+    p.add_argument("--cv", type=float, default=0.05, help="stability: stdev/mean of the last windows (default 0.05)")
+    p.add_argument("--out", default="runs/tune", help="folder for tune.csv and tune.png (default runs/tune)")
+    return p
+
+
+def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int:
+    from rich.console import Console
+
+    from .cli import DEFAULT_CONFIG
+
+    args = build_parser().parse_args(argv)
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
+    try:
+        base = load_selfplay_config(config, {"weights": args.weights, "device": args.device,
+                                             "board_sizes": args.board_sizes, "playouts": args.playouts})
+        points = grid([g.strip() for g in args.games.split(",") if g.strip()], _ints(args.batch), _ints(args.procs))
+    except (ConfigError, ValueError) as e:
+        print(f"sayuri-async tune: {e}", file=sys.stderr)
+        return 2
+    if not points or args.min_windows < 2 or args.max_windows < args.min_windows or args.window <= 0:
+        print("sayuri-async tune: need a non-empty grid, --min-windows >= 2, --max-windows >= --min-windows "
+              "and --window > 0", file=sys.stderr)
+        return 2
+    spec = MeasureSpec(args.warmup, args.window, args.min_windows, args.max_windows, args.cv)
+    if measure is None:
+        probe = None
+        devices = [d for d in base.device.split(",") if d.strip()]
+        from .tui import GpuProbe
+
+        gp = GpuProbe(devices)
+        if gp.available:
+            def probe() -> float | None:
+                vals = [u for _, u, _, _ in gp.read()]
+                return statistics.fmean(vals) if vals else None
+        measure = engine_measure(base, probe=probe)
+    net = base.weights or "random network (no weights)"
+    console.print(f"tune: {net} on {base.device}, boards {base.board_sizes}, playouts {base.playouts}; "
+                  f"{len(points)} point(s), warm-up {spec.warmup_s:g} s, windows of {spec.window_s:g} s "
+                  f"({spec.min_windows} agreeing within {spec.cv_target:.0%}, at most {spec.max_windows})",
+                  highlight=False)
+
+    def on_result(r: Result) -> None:
+        if r.ok:
+            console.print(f"  {r.point.label():<36} {r.mean():9.0f} evals/s  stdev {r.stdev:7.0f}  "
+                          f"GPU {r.mean('gpu_busy'):4.0%}  {len(r.samples)}/{r.windows} windows"
+                          f"{'' if r.stable else ' (unstable)'}", highlight=False)
+        else:
+            console.print(f"  {r.point.label():<36} failed: {r.error}", highlight=False)
+
+    results = run_sweep(points, measure, spec, on_result)
+    best, close = recommend(results)
+    console.print(results_table(results, best))
+    out = Path(args.out)
+    write_csv(results, out / "tune.csv")
+    console.print(f"table written to {out / 'tune.csv'}", highlight=False)
+    console.print(draw_png(results, out / "tune.png"), highlight=False)
+    for line in recommendation_lines(best, close):
+        console.print(line, highlight=False)
+    return 0 if best is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Figures from statuses, the verdict for constructed figures of each kind,
+and the plain reporter."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from sayuri_async.infer.stats import FLUSH_REASONS, HIST_BINS
+from sayuri_async.selfplay.report import (
+    KINDS, PlainReporter, Window, aggregate, diagnose, figures, summary_lines, verdict,
+)
+
+
+def make_status(t: float, evals_s: float, batch: int, games: int, *, busy: float = 0.3, loop: float = 0.5,
+                pid: int = 1, flush: dict | None = None, avg: float | None = None, paused: bool = False,
+                evals: float | None = None) -> dict:
+    """A status after ``t`` seconds at constant rates (``evals``: the total instead)."""
+    avg = avg or batch
+    evals = evals_s * t if evals is None else evals
+    batches = evals / avg
+    hist = np.zeros(HIST_BINS, dtype=np.int64)
+    hist[int(avg)] = int(batches)
+    share = flush or {"full": 1.0, "waiting": 0.0, "timeout": 0.0}
+    c = {"evals": int(evals), "batches": int(batches),
+         "flush": {k: int(batches * share[k]) for k in FLUSH_REASONS}, "busy_s": busy * t,
+         "queue_wait_s": 0.002 * evals_s * t, "cache_lookups": 0, "cache_hits": 0, "requests": int(evals_s * t),
+         "playouts": int(evals_s * t), "moves": int(evals_s * t / 64), "games": int(t / 2),
+         "positions": int(evals_s * t / 64), "hist": hist, "queue_depth": 7, "in_flight": 1}
+    return {"t": 1000.0 + t, "elapsed": t, "loop_cpu_s": loop * t, "counters": c,
+            "settings": {"batch_size": batch, "parallel_games": games, "timeout_ms": 5.0, "paused": paused},
+            "games": [{"size": 9, "move": 10 + i, "playouts": 64, "value": 0.5} for i in range(5)],
+            "finished": int(t / 2), "chunks": 0, "positions_written": 0, "pid": pid}
+
+
+def fig(**kw) -> dict:
+    base = {"nnEvals/s": 10000.0, "avgBatchSize": 32.0, "gpu_busy": 0.5, "loop_busy": 0.5,
+            "flush_share": {"full": 1.0, "waiting": 0.0, "timeout": 0.0}}
+    base.update(kw)
+    return base
+
+
+S = {"batch_size": 32, "parallel_games": 64, "timeout_ms": 5.0, "paused": False}
+
+
+@pytest.mark.parametrize("r, settings, kind", [
+    ({}, S, "warming up"),
+    (fig(), {**S, "paused": True}, "paused"),
+    (fig(loop_busy=0.99, gpu_busy=0.33), S, "CPU-bound"),
+    (fig(loop_busy_max=0.97, loop_busy=0.6, gpu_busy=0.2), S, "CPU-bound"),
+    (fig(avgBatchSize=12.0, loop_busy=0.4, gpu_busy=0.4, flush_share={"full": 0.0, "waiting": 1.0, "timeout": 0.0}),
+     {**S, "parallel_games": 24}, "starved"),
+    (fig(avgBatchSize=10.0, gpu_busy=0.95, flush_share={"full": 0.2, "waiting": 0.1, "timeout": 0.7}),
+     S, "starved"),
+    (fig(gpu_busy=0.95, loop_busy=0.5), {**S, "batch_size": 16, "parallel_games": 32}, "batch too small"),
+    (fig(gpu_busy=0.97, loop_busy=0.6, avgBatchSize=250.0), {**S, "batch_size": 256, "parallel_games": 512},
+     "GPU-bound"),
+    (fig(avgBatchSize=8.0, flush_share={"full": 0.1, "waiting": 0.2, "timeout": 0.7}), S, "timeouts"),
+    (fig(loop_busy=0.3, gpu_busy=0.2, host_load=2.5), S, "contended"),
+    (fig(loop_busy=0.3, gpu_busy=0.2), S, "latency-bound"),
+    (fig(loop_busy=0.8, gpu_busy=0.75), S, "balanced"),
+])
+def test_verdict_kinds(r, settings, kind):
+    v = diagnose(r, settings)
+    assert v.kind == kind and v.kind in KINDS
+    assert verdict(r, settings) == v.text
+
+
+def test_verdict_texts_carry_the_numbers():
+    cpu = diagnose(fig(loop_busy=1.0, gpu_busy=0.33), S).text
+    assert "loop 100% busy" in cpu and "GPU 33%" in cpu and "--procs" in cpu
+    starved = diagnose(fig(avgBatchSize=12.0, flush_share={"full": 0, "waiting": 1.0, "timeout": 0}),
+                       {**S, "parallel_games": 24}).text
+    assert "parallel_games 24 < 2 x batch_size 32 = 64" in starved
+    small = diagnose(fig(gpu_busy=0.95), {**S, "batch_size": 16, "parallel_games": 32}).text
+    assert "batch 16" in small and "raise batch_size" in small
+
+
+def test_figures_between_two_aggregates():
+    a = aggregate([make_status(10, 20000, 32, 64, busy=0.4, loop=0.9)])
+    b = aggregate([make_status(20, 20000, 32, 64, busy=0.4, loop=0.9)])
+    r = figures(a, b)
+    assert r["nnEvals/s"] == pytest.approx(20000, rel=1e-3)
+    assert r["avgBatchSize"] == pytest.approx(32, rel=1e-2)
+    assert r["gpu_busy"] == pytest.approx(0.4)
+    assert r["loop_busy"] == pytest.approx(0.9)
+    assert r["loop_busy_procs"] == [pytest.approx(0.9)]
+    assert r["games_live"] == 5 and r["queue_wait_ms"] == pytest.approx(2.0)
+
+
+def test_figures_per_process_and_per_device():
+    def two(t):
+        return aggregate([make_status(t, 10000, 32, 64, busy=0.6, loop=0.95, pid=1),
+                          make_status(t, 10000, 32, 64, busy=0.6, loop=0.45, pid=2)])
+    r = figures(two(10), two(20), devices=1)
+    assert r["nnEvals/s"] == pytest.approx(20000, rel=1e-3)
+    assert r["gpu_busy"] == 1.0  # two processes sharing one device: capped
+    assert sorted(r["loop_busy_procs"]) == [pytest.approx(0.45), pytest.approx(0.95)]
+    assert r["loop_busy_max"] == pytest.approx(0.95)
+    assert figures(two(10), two(20), devices=2)["gpu_busy"] == pytest.approx(0.6)
+
+
+def test_window_keeps_recent_seconds():
+    w = Window(seconds=5)
+    for k in range(1, 41):
+        t = k * 0.5
+        w.push(aggregate([make_status(t, 0, 8, 16, evals=1000 * min(t, 10) + 3000 * max(t - 10, 0))]))
+    assert w.recent()["nnEvals/s"] == pytest.approx(3000, rel=0.02)
+    assert 1000 < w.overall()["nnEvals/s"] < 3000
+
+
+def test_plain_reporter_lines_and_summary():
+    out = io.StringIO()
+    rep = PlainReporter(every=0.0, stream=out)
+    assert rep.update([make_status(1.0, 5000, 16, 32, loop=0.99, busy=0.1)]) == []
+    rep.update([make_status(2.0, 5000, 16, 32, loop=0.99, busy=0.1)])
+    rep.close([make_status(3.0, 5000, 16, 32, loop=0.99, busy=0.1)])
+    text = out.getvalue()
+    assert "evals/s     5000" in text and "CPU-bound" in text
+    assert "nnEvals/s 5000" in text
+    assert summary_lines({}, {}) == ["no figures"]

@@ -1,0 +1,211 @@
+"""The live view rendered with fixed figures, and the tuning keys (without a
+terminal, and through a pseudo-terminal for cbreak mode and its restore)."""
+from __future__ import annotations
+
+import os
+import termios
+import time
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from sayuri_async.infer.stats import FLUSH_REASONS, HIST_BINS
+from sayuri_async.net.backends import RandomBackend
+from sayuri_async.selfplay.config import SelfplayConfig
+from sayuri_async.selfplay.engine import Engine
+from sayuri_async.selfplay.keys import KeyHandler, KeyReader, step_timeout
+from sayuri_async.selfplay.tui import GpuProbe, TuiReporter, histogram_bins, sparkline
+
+
+def status(t: float, evals_s: float, batch: int, games: int, *, busy: float, loop: float, pid: int = 1,
+           waiting: float = 0.0, avg: float | None = None, paused: bool = False) -> dict:
+    avg = avg or batch
+    batches = evals_s * t / avg
+    hist = np.zeros(HIST_BINS, dtype=np.int64)
+    hist[int(avg)] = int(batches)
+    flush = {"full": int(batches * (1 - waiting)), "waiting": int(batches * waiting), "timeout": 0}
+    assert set(flush) == set(FLUSH_REASONS)
+    c = {"evals": int(evals_s * t), "batches": int(batches), "flush": flush, "busy_s": busy * t,
+         "queue_wait_s": 0.0015 * evals_s * t, "cache_lookups": 0, "cache_hits": 0, "requests": int(evals_s * t),
+         "playouts": int(evals_s * t), "moves": int(evals_s * t / 50), "games": int(t / 4),
+         "positions": int(evals_s * t / 50), "hist": hist, "queue_depth": 17, "in_flight": 2}
+    return {"t": 500.0 + t, "elapsed": t, "loop_cpu_s": loop * t, "counters": c,
+            "settings": {"batch_size": batch, "parallel_games": games, "timeout_ms": 5.0, "paused": paused},
+            "games": [{"size": 9, "move": 30 + i, "playouts": 64, "value": 0.25 + i / 100} for i in range(6)],
+            "finished": 11, "chunks": 1, "positions_written": 700, "pid": pid}
+
+
+def render(rep: TuiReporter) -> str:
+    rep.console.print(rep.view())
+    return rep.console.export_text()
+
+
+def make(cfg: SelfplayConfig | None = None) -> TuiReporter:
+    cfg = cfg or SelfplayConfig(num_games=20, batch_size=32, parallel_games=64)
+    return TuiReporter(cfg, console=Console(record=True, width=160, height=50), interactive=False,
+                       probe=GpuProbe(["cpu"]))
+
+
+def feed(rep: TuiReporter, statuses_at, seconds: float = 6.0) -> None:
+    for k in range(1, int(seconds / 0.5) + 1):
+        rep.update(statuses_at(k * 0.5))
+
+
+def test_view_shows_figures_and_cpu_bound_verdict():
+    rep = make()
+    feed(rep, lambda t: [status(t, 20000, 32, 64, busy=0.33, loop=0.99)])
+    text = render(rep)
+    assert "device cpu" in text and "board 9x9" in text and "procs 1" in text
+    assert "elapsed 0:00:06" in text and "games 11/20 done, 6 live" in text
+    assert "CPU-bound: loop 99% busy, GPU 33%" in text
+    assert "20.0k" in text  # nnEvals/s
+    assert "625" in text  # nnBatches/s
+    assert "32.0 / 32" in text  # avgBatchSize against batch_size
+    assert "backend busy (ours)" in text and "33%" in text
+    assert "no CUDA device in use" in text  # NVML line degrades
+    assert "loop busy p0" in text and "99%" in text
+    assert "17 requests, 2 batch(es) in flight" in text and "1.50 ms per request" in text
+    assert "2 x batch_size = 64" in text
+    assert "all waiting" in text and "timeout" in text and "100%" in text
+    assert "games in progress (6)" in text and "0.30" in text
+    assert "b/B" in text and "pause/resume" in text and "quit" in text
+
+
+def test_view_starved_and_two_processes():
+    rep = make(SelfplayConfig(batch_size=32, parallel_games=24, procs=2, device="cpu"))
+    feed(rep, lambda t: [status(t, 8000, 32, 24, busy=0.2, loop=0.5, pid=1, waiting=1.0, avg=12),
+                         status(t, 8000, 32, 24, busy=0.2, loop=0.4, pid=2, waiting=1.0, avg=12)])
+    text = render(rep)
+    assert "starved" in text and "parallel_games 24 < 2 x batch_size 32 = 64" in text
+    assert "loop busy p0" in text and "loop busy p1" in text
+    assert "16.0k" in text  # evals/s summed over processes
+    assert "12.0 / 32" in text
+
+
+def test_view_gpu_bound_on_cuda_with_fake_nvml():
+    class Probe:
+        available = True
+        why = ""
+
+        def read(self):
+            return [("cuda:0", 0.97, 20.5, 140.0)]
+
+    cfg = SelfplayConfig(batch_size=256, parallel_games=512, device="cuda:0")
+    rep = TuiReporter(cfg, console=Console(record=True, width=160, height=50), interactive=False, probe=Probe())
+    feed(rep, lambda t: [status(t, 22000, 256, 512, busy=0.98, loop=0.6)])
+    text = render(rep)
+    assert "GPU-bound: GPU 98% busy" in text
+    assert "GPU busy (ours)" in text and "cuda:0 driver" in text and "mem 20.5/140 GiB" in text
+
+
+def test_keys_return_controls_from_update():
+    rep = make()
+    st = [status(1.0, 10000, 32, 64, busy=0.5, loop=0.5)]
+    rep.update(st)
+    rep.press("B")
+    assert rep.update(st) == [{"batch_size": 64}]
+    # the status still says 32: the pending change compounds
+    rep.press("BG")
+    assert rep.update(st) == [{"batch_size": 128}, {"parallel_games": 128}]
+    rep.press("a")
+    assert rep.update(st) == [{"parallel_games": 256}]
+    rep.press("p")
+    assert rep.update(st) == [{"pause": True}]
+    assert "PAUSED" in render(rep)
+    rep.press("p q")
+    assert rep.update(st) == [{"pause": False}, {"pause": True}, {"stop": True}]
+    assert rep.update(st) == []
+
+
+def test_key_handler_fields_selection_and_limits():
+    k = KeyHandler(max_batch=64)
+    s = {"batch_size": 32, "parallel_games": 64, "timeout_ms": 5.0, "paused": False}
+    assert k.feed("+", s) == [{"batch_size": 64}]
+    assert k.feed("+", s) == [] and "limit" in k.message
+    assert k.feed("\t-", s) == [{"parallel_games": 32}]
+    assert k.feed("\x1b[C", s) == [] and k.selected == "timeout_ms"  # right arrow
+    assert k.feed("\x1b[A", s) == [{"timeout_ms": 10.0}]  # up arrow
+    assert k.feed("tt", s) == [{"timeout_ms": 5.0}, {"timeout_ms": 2.0}]
+    assert k.feed("bbbbbbbbb", s)[-1] == {"batch_size": 1}
+    assert k.feed("x?", s) == []
+    assert step_timeout(0.0, False) == 0.0 and step_timeout(200.0, True) == 200.0
+    capped = KeyHandler(max_batch=32, batch_cap_note="built for 32")
+    assert capped.feed("B", {"batch_size": 32}) == [] and "built for 32" in capped.message
+
+
+def test_keys_change_an_engine_settings(tmp_path):
+    cfg = SelfplayConfig(batch_size=16, parallel_games=32, timeout_ms=5.0, out=str(tmp_path), write_sgf=False)
+    engine = Engine(cfg, RandomBackend())
+    try:
+        rep = make(cfg)
+        rep.update([engine.status()])
+        rep.press("BGtp")
+        for cmd in rep.update([engine.status()]):
+            engine.control(cmd)
+        st = engine.status()["settings"]
+        assert st == {"batch_size": 32, "parallel_games": 64, "timeout_ms": 2.0, "paused": True}
+        assert all(b.batch_size == 32 for b in engine.batchers.values())
+    finally:
+        engine.close()
+
+
+def test_network_backend_caps_batch_size():
+    rep = make(SelfplayConfig(batch_size=64, parallel_games=128, weights="net.safetensors"))
+    rep.update([status(1.0, 1000, 64, 128, busy=0.5, loop=0.5)])
+    rep.press("B")
+    assert rep.update([status(1.5, 1000, 64, 128, busy=0.5, loop=0.5)]) == []
+    assert "larger --batch-size" in render(rep)
+
+
+def test_key_reader_cbreak_and_restore():
+    master, slave = os.openpty()
+    try:
+        stream = os.fdopen(slave, "r", closefd=False)
+        before = termios.tcgetattr(slave)
+        reader = KeyReader(stream)
+        assert reader.start()
+        during = termios.tcgetattr(slave)
+        assert not during[3] & termios.ICANON and not during[3] & termios.ECHO
+        assert during[3] & termios.ISIG  # Ctrl-C still interrupts
+        os.write(master, b"B+q")
+        deadline = time.monotonic() + 2.0
+        got = ""
+        while len(got) < 3 and time.monotonic() < deadline:
+            got += reader.drain()
+            time.sleep(0.01)
+        assert got == "B+q"
+        reader.stop()
+        assert termios.tcgetattr(slave) == before
+        reader.stop()  # twice is harmless
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_key_reader_without_terminal(tmp_path):
+    with open(tmp_path / "f", "w+") as f:
+        r = KeyReader(f)
+        assert not r.start() and not r.active and r.drain() == ""
+        r.stop()
+
+
+def test_helpers():
+    assert sparkline([]) == ""
+    assert sparkline([0, 0]) == "▁▁"
+    line = sparkline([1, 2, 3, 4, 5, 6, 7, 8] * 10, width=16)
+    assert len(line) == 16
+    assert sparkline([0, 1]) == "▁█"
+    bins = histogram_bins(np.bincount([32] * 5 + [10] * 3, minlength=HIST_BINS), 32)
+    assert bins[-1] == ("29-32", 5) and sum(n for _, n in bins) == 8
+    assert histogram_bins(np.zeros(HIST_BINS), 1) == [("1", 0)]
+
+
+def test_gpu_probe_degrades():
+    p = GpuProbe(["cpu"])
+    assert not p.available and p.why == "no CUDA device in use" and p.read() == []
+    try:
+        import pynvml  # noqa: F401
+    except ImportError:
+        p = GpuProbe(["cuda:0"])
+        assert not p.available and p.why == "nvidia-ml-py not installed"
