@@ -128,6 +128,13 @@ def test_make_backend(tmp_path: Path) -> None:
     assert np.allclose(tb.run(batch).policy, ref["policy"], atol=1e-5)
 
 
+def test_warmup_and_random_max_batch() -> None:
+    tb = TorchBackend(tiny_net(), max_batch=8)
+    tb.warmup([9, 19])
+    rb = make_backend(None, "cpu", seed=0, max_batch=4)
+    check_output(rb.run(np.zeros((6, 25, 9, 9), dtype=np.uint8)), 6, 9)
+
+
 def test_buckets() -> None:
     assert default_buckets(256) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
     assert default_buckets(100) == [1, 2, 4, 8, 16, 32, 64, 100]

@@ -214,8 +214,9 @@ class TorchBackend(Backend):
         if self.is_cuda:
             torch.backends.cudnn.benchmark = True  # fixed shapes per bucket: autotune during graph warm-up
             net = net.to(self.torch_device, dtype=self.dtype, memory_format=torch.channels_last)
-            self.stream = torch.cuda.Stream(self.torch_device)
-            self._pool = torch.cuda.graph_pool_handle()
+            with torch.cuda.device(self.torch_device):
+                self.stream = torch.cuda.Stream(self.torch_device)
+                self._pool = torch.cuda.graph_pool_handle()
         self.net = net
         self._graphs: dict[tuple[int, int], "_Graph"] = {}
         self._pinned: list = []  # keeps pinned host tensors alive
