@@ -21,6 +21,7 @@ config's (area scoring, positional superko by default); ``final_score`` and
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -248,6 +249,8 @@ class Dispatcher:
         move_number = parse_int(args[1], "move number") if len(args) == 2 else None
         if move_number is not None and move_number < 1:
             raise GtpError("syntax error: move number must be at least 1")
+        if not os.path.isfile(args[0]):  # also keeps FIFOs and devices from blocking us
+            raise GtpError(f"cannot load file: {args[0]!r} is not a readable file")
         try:
             game, _ = load_sgf_file(args[0], default_komi=self.engine.game.komi)
         except SgfError as e:
@@ -443,13 +446,15 @@ def free_handicap_points(n: int, k: int) -> list[int]:
     base = min(k, fixed_limit)
     acts = handicap_actions(n, base) if base >= 2 else []
     xs, ys = np.arange(n * n) % n, np.arange(n * n) // n
+    if acts:
+        dist = np.full(n * n, 1 << 30, dtype=np.int64)
+        for a in acts:
+            dist = np.minimum(dist, np.abs(xs - a % n) + np.abs(ys - a // n))
+    else:  # no pattern on tiny boards: start from the centre
+        dist = (2 * n - np.abs(xs - n // 2) - np.abs(ys - n // 2)).astype(np.int64)
     while len(acts) < k:
-        if acts:
-            ax, ay = np.array(acts) % n, np.array(acts) // n
-            dist = np.min(np.abs(xs[:, None] - ax[None, :]) + np.abs(ys[:, None] - ay[None, :]), axis=1)
-        else:  # no pattern on tiny boards: start from the centre
-            dist = -(np.abs(xs - n // 2) + np.abs(ys - n // 2))
-        dist = dist.astype(np.int64)
-        dist[acts] = -(1 << 30)
-        acts.append(int(np.argmax(dist)))
+        dist[acts] = -1
+        a = int(np.argmax(dist))
+        acts.append(a)
+        dist = np.minimum(dist, np.abs(xs - a % n) + np.abs(ys - a // n))
     return acts

@@ -81,12 +81,28 @@ class StdinInbox:
         self._thread.start()
 
     def _read(self, stream: BinaryIO) -> None:
+        # Read the raw file descriptor: a daemon thread blocked inside a
+        # buffered reader holds its lock and aborts interpreter shutdown.
         try:
-            for raw in iter(stream.readline, b""):
-                self._lines.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
-                self._loop.call_soon_threadsafe(self._event.set)
-        except (OSError, ValueError):
+            fd = stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            fd = -1
+        buf = b""
+        try:
+            while True:
+                chunk = os.read(fd, 65536) if fd >= 0 else stream.readline()
+                if not chunk:
+                    break
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for raw in lines:
+                    self._lines.append(raw.decode("utf-8", "replace").rstrip("\r"))
+                if lines:
+                    self._loop.call_soon_threadsafe(self._event.set)
+        except (OSError, ValueError, RuntimeError):
             pass
+        if buf:
+            self._lines.append(buf.decode("utf-8", "replace").rstrip("\r"))
         self._eof = True
         try:
             self._loop.call_soon_threadsafe(self._event.set)

@@ -142,7 +142,7 @@ class TimeControl:
             if c.stones_left <= 0:
                 c.byo_left, c.stones_left = self.byo_time, self.byo_stones
         else:  # byoyomi: a period is used up only by overrunning it
-            lost = int(s // self.byo_time) if self.byo_time > 0 else 0
+            lost = int(min(s / self.byo_time, 1e9)) if self.byo_time > 0 else 0
             c.periods_left = max(0, c.periods_left - lost)
             c.byo_left = self.byo_time
 

@@ -1,0 +1,207 @@
+"""A small GTP match runner: drive engine subprocesses and referee a game.
+
+Vocabulary
+----------
+GtpProcess   one engine subprocess spoken to over pipes: ``send(command)``
+             numbers each command, waits (with a timeout) for the answer with
+             that id and returns its text, raising GtpFailure on ``?``.
+referee      our own ``Game`` (area scoring, positional superko): every move an
+             engine generates is checked on it before the opponent hears it.
+GameRecord   the moves, how the game ended (``two passes``, ``resignation``,
+             ``time``, ``illegal move``, ``move limit``), the result string
+             (``B+3.5``, ``W+R``, ``B+T``, ``W+F`` for a forfeit by an illegal
+             move, ``0`` for jigo), both engines' own ``final_score`` answers,
+             the time each side spent, and the SGF.
+clock        optional sudden death: ``main_time`` seconds per side, measured
+             here as the wall time of each ``genmove``; ``time_left`` is sent
+             before every ``genmove``. Running out loses on time.
+"""
+from __future__ import annotations
+
+import queue
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO
+
+from sayuri_async.go.coords import VertexError, action_to_vertex, vertex_to_action
+from sayuri_async.go.game import Game, IllegalMove
+from sayuri_async.go.sgf import SgfInfo, dump_sgf
+
+COLOR_NAMES = {1: "b", 2: "w"}
+
+
+class GtpFailure(Exception):
+    """The engine answered ``?``; the message is its text."""
+
+
+class GtpProcess:
+    def __init__(self, argv: list[str], name: str | None = None, stderr: IO | int | None = None,
+                 cwd: str | None = None, env: dict | None = None) -> None:
+        self.argv = list(argv)
+        self.name = name or argv[0]
+        self.proc = subprocess.Popen(
+            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL if stderr is None else stderr, cwd=cwd, env=env,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self._next_id = 1
+        self._reader = threading.Thread(target=self._read, name=f"gtp-{self.name}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in iter(self.proc.stdout.readline, b""):
+            self.lines.put(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        self.lines.put(None)
+
+    # ---- raw I/O (for tests that watch streamed answers) ---------------------
+    def write_line(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((line + "\n").encode("utf-8"))
+        self.proc.stdin.flush()
+
+    def read_line(self, timeout: float) -> str:
+        """The next output line; raises TimeoutError, or EOFError at the end."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"{self.name}: no output within {timeout:g} s") from None
+        if line is None:
+            self.lines.put(None)
+            raise EOFError(f"{self.name}: the engine closed its output")
+        return line
+
+    def read_response(self, timeout: float) -> tuple[bool, int | None, str]:
+        """(ok, id, text) of the next complete response."""
+        deadline = time.monotonic() + timeout
+        line = self.read_line(timeout)
+        while not line.strip():  # stray empty lines between responses
+            line = self.read_line(max(0.0, deadline - time.monotonic()))
+        if line[:1] not in "=?":
+            raise GtpFailure(f"{self.name}: not a GTP response: {line!r}")
+        head, _, first = line.partition(" ")
+        rid = int(head[1:]) if head[1:].isdigit() else None
+        body = [first]
+        while True:
+            line = self.read_line(max(0.0, deadline - time.monotonic()))
+            if not line.strip():
+                break
+            body.append(line)
+        return head[0] == "=", rid, "\n".join(body).strip()
+
+    # ---- commands --------------------------------------------------------------
+    def send(self, command: str, timeout: float = 60.0) -> str:
+        """Send ``command`` with a fresh id; the answer's text, or GtpFailure."""
+        cid = self._next_id
+        self._next_id += 1
+        self.write_line(f"{cid} {command}")
+        ok, rid, text = self.read_response(timeout)
+        if rid != cid:
+            raise GtpFailure(f"{self.name}: answer id {rid} for command {cid} ({command!r})")
+        if not ok:
+            raise GtpFailure(text)
+        return text
+
+    def close(self, timeout: float = 10.0) -> int | None:
+        """``quit``, then wait; kill it if it does not end."""
+        if self.proc.poll() is None:
+            try:
+                self.send("quit", timeout=timeout)
+            except (GtpFailure, TimeoutError, EOFError, OSError, ValueError):
+                pass
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for s in (self.proc.stdin, self.proc.stdout):
+            if s is not None:
+                try:
+                    s.close()
+                except OSError:
+                    pass
+        return self.proc.returncode
+
+    def __enter__(self) -> "GtpProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@dataclass
+class GameRecord:
+    moves: list[tuple[int, int]] = field(default_factory=list)
+    result: str = ""
+    reason: str = ""
+    final_scores: dict[str, str] = field(default_factory=dict)
+    time_used: dict[int, float] = field(default_factory=lambda: {1: 0.0, 2: 0.0})
+    max_move_time: dict[int, float] = field(default_factory=lambda: {1: 0.0, 2: 0.0})
+    sgf: str = ""
+
+
+def play_game(
+    black: GtpProcess,
+    white: GtpProcess,
+    *,
+    size: int = 9,
+    komi: float = 7.5,
+    max_moves: int | None = None,
+    main_time: dict[int, float] | None = None,
+    move_timeout: float = 120.0,
+) -> GameRecord:
+    """Play one game to its end and return the record. ``main_time`` gives
+    sudden-death seconds per colour (colours absent from it are untimed)."""
+    players = {1: black, 2: white}
+    main_time = main_time or {}
+    for c, p in players.items():
+        p.send(f"boardsize {size}")
+        p.send("clear_board")
+        p.send(f"komi {komi:g}")
+        if c in main_time:
+            p.send(f"time_settings {main_time[c]:g} 0 0")
+    game = Game(size, komi)
+    rec = GameRecord()
+    limit = max_moves if max_moves is not None else 4 * size * size
+    while True:
+        color = game.to_move
+        other = 3 - color
+        mover = players[color]
+        if color in main_time:
+            left = max(0.0, main_time[color] - rec.time_used[color])
+            mover.send(f"time_left {COLOR_NAMES[color]} {left:.3f} 0")
+        t0 = time.monotonic()
+        answer = mover.send(f"genmove {COLOR_NAMES[color]}", timeout=move_timeout)
+        spent = time.monotonic() - t0
+        rec.time_used[color] += spent
+        rec.max_move_time[color] = max(rec.max_move_time[color], spent)
+        winner = "BW"[other - 1]
+        if color in main_time and rec.time_used[color] > main_time[color]:
+            rec.result, rec.reason = f"{winner}+T", "time"
+            break
+        if answer.strip().lower() == "resign":
+            rec.result, rec.reason = f"{winner}+R", "resignation"
+            break
+        try:
+            action = vertex_to_action(answer, size)
+            game.play(action, color)
+        except (VertexError, IllegalMove) as e:
+            rec.result, rec.reason = f"{winner}+F", f"illegal move {answer!r}: {e}"
+            break
+        rec.moves.append((color, action))
+        players[other].send(f"play {COLOR_NAMES[color]} {action_to_vertex(action, size)}")
+        if game.is_over():
+            rec.result, rec.reason = game.result(), "two passes"
+            break
+        if len(rec.moves) >= limit:
+            rec.result, rec.reason = game.result(), "move limit"
+            break
+    for c, p in players.items():
+        try:
+            rec.final_scores[p.name] = p.send("final_score", timeout=move_timeout)
+        except (GtpFailure, TimeoutError, EOFError) as e:
+            rec.final_scores[p.name] = f"? {e}"
+    rec.sgf = dump_sgf(game, SgfInfo(black=black.name, white=white.name), result=rec.result)
+    return rec
