@@ -83,11 +83,6 @@ def ref_legal(n: int, board: list[int], c: int, seen: set[tuple[int, ...]]) -> n
 # ---------------------------------------------------------------- checks
 
 
-def record_bytes(arr: np.ndarray) -> bytes:
-    """Field bytes of a record (the dtype's padding bytes are not copied)."""
-    return b"".join(arr[name].tobytes() for name in arr.dtype.names)
-
-
 def check_groups(game: Game) -> None:
     n = game.size
     rec = game.rec
@@ -148,7 +143,7 @@ def random_game(
             assert np.array_equal(mask, ref_legal(n, board, g.to_move, seen))
         legal = np.flatnonzero(mask[:-1])
         a = n * n if (len(legal) == 0 or (pass_every and i % pass_every == 0)) else int(legal[r % len(legal)])
-        snaps.append(record_bytes(g.arr))
+        snaps.append(g.arr.tobytes())
         mover = g.to_move
         captured = g.play(a)
         if a != n * n:
@@ -196,7 +191,7 @@ def test_undo_restores_every_previous_record(n: int, choices: list[int]) -> None
     hashes = [int(h) for h in g.history_hashes()]
     for k in range(len(snaps) - 1, -1, -1):
         assert g.undo()
-        assert record_bytes(g.arr) == snaps[k]
+        assert g.arr.tobytes() == snaps[k]
         assert [int(h) for h in g.history_hashes()] == hashes[: k + 1]
         check_groups(g)
     assert not g.undo()
@@ -211,14 +206,14 @@ def test_undo_restores_every_previous_record(n: int, choices: list[int]) -> None
 def test_copy_is_independent(n: int, choices: list[int], more: list[int]) -> None:
     g, _ = random_game(n, choices, 0, check_legal=False)
     c = g.copy()
-    frozen = (record_bytes(g.arr), list(g.moves), [int(h) for h in g.history_hashes()])
+    frozen = (g.arr.tobytes(), list(g.moves), [int(h) for h in g.history_hashes()])
     for r in more:  # play on the copy only
         legal = np.flatnonzero(c.legal_actions())
         c.play(int(legal[r % len(legal)]))
-    assert (record_bytes(g.arr), list(g.moves), [int(h) for h in g.history_hashes()]) == frozen
-    c_state = (record_bytes(c.arr), list(c.moves))
+    assert (g.arr.tobytes(), list(g.moves), [int(h) for h in g.history_hashes()]) == frozen
+    c_state = (c.arr.tobytes(), list(c.moves))
     while g.undo():  # and undo the original entirely
         pass
-    assert (record_bytes(c.arr), list(c.moves)) == c_state
+    assert (c.arr.tobytes(), list(c.moves)) == c_state
     check_groups(c)
     check_hash(c)
