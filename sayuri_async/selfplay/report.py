@@ -179,10 +179,10 @@ def diagnose(r: dict, settings: dict) -> Verdict:
     if loop >= LOOP_SATURATED and gpu < GPU_IDLE:
         return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy, GPU {gpu:.0%}: add processes (--procs) "
                                     f"or lower the search cost (playouts)")
-    if p < GAMES_PER_BATCH * b and not full and share.get("waiting", 0.0) >= 0.5:
+    if p < GAMES_PER_BATCH * b and gpu < GPU_SATURATED:
         return Verdict("starved", f"starved: too few games: parallel_games {p} < {GAMES_PER_BATCH} x batch_size {b} "
-                                  f"= {GAMES_PER_BATCH * b}, avg batch {avg:.0f}: raise parallel_games "
-                                  f"or lower batch_size")
+                                  f"= {GAMES_PER_BATCH * b}, avg batch {avg:.0f}, loop {loop:.0%}, GPU {gpu:.0%}: "
+                                  f"raise parallel_games or lower batch_size")
     if gpu >= GPU_SATURATED:
         if not full:
             return Verdict("starved", f"starved: GPU {gpu:.0%} busy on batches of {avg:.0f} of {b}: raise "

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from rich.console import Console, Group
 from rich.panel import Panel
+from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
@@ -41,8 +42,10 @@ SPARK = "▁▂▃▄▅▆▇█"
 PENDING_S = 3.0
 VERDICT_STYLE = {
     "warming up": "dim", "paused": "yellow", "CPU-bound": "bold red", "starved": "bold yellow",
-    "batch too small": "bold yellow", "GPU-bound": "bold green", "timeouts": "yellow", "balanced": "green",
+    "batch too small": "bold yellow", "GPU-bound": "bold green", "timeouts": "yellow", "contended": "bold red",
+    "latency-bound": "yellow", "balanced": "green",
 }
+NARROW = 120  # below this many columns the panels stack
 
 
 def sparkline(values: list[float], width: int = 24) -> str:
@@ -256,15 +259,27 @@ class TuiReporter:
 
     # ---- view ----------------------------------------------------------------
     def view(self):
-        top = Group(self._header(), self._verdict(), self._middle(), self._batches(), self._footer())
-        rows = 8
-        if self.console.height:
-            used = len(self.console.render_lines(top, self.console.options.update(height=None), pad=False))
-            rows = max(self.console.height - used - 4, 0)
-        parts = [top]
-        if rows > 0:
-            parts.append(self._games(rows))
-        return Group(*parts)
+        """Header, verdict, figures and games, cropped to the console's height
+        so that the keys line stays visible at the bottom."""
+        con = self.console
+        opts = con.options.update(height=None)
+        body = Group(self._header(), self._verdict(), self._middle(), self._batches())
+        footer = self._footer()
+        lines = con.render_lines(body, opts, pad=False)
+        height = con.height or 50
+        avail = height - len(con.render_lines(footer, opts, pad=False)) - 1
+        rows = avail - len(lines) - 4  # games title, header row, caption, spacing
+        if rows > 0 and self.agg.get("games"):
+            lines += con.render_lines(self._games(rows), opts, pad=False)
+        segs: list[Segment] = []
+        for line in lines[:max(avail, 0)]:
+            segs.extend(line)
+            segs.append(Segment.line())
+        return Group(Segments(segs), footer)
+
+    @property
+    def narrow(self) -> bool:
+        return self.console.width < NARROW
 
     def _header(self) -> Text:
         cfg, agg = self.cfg, self.agg
@@ -334,7 +349,9 @@ class TuiReporter:
         tb.add_row("queue wait", f"{r.get('queue_wait_ms', 0.0):.2f} ms per request", "")
         return tb
 
-    def _middle(self) -> Table:
+    def _middle(self):
+        if self.narrow:
+            return Group(self._throughput(), self._utilization())
         grid = Table.grid(expand=True, padding=(0, 2))
         grid.add_column(ratio=1)
         grid.add_column(ratio=1)
@@ -351,7 +368,7 @@ class TuiReporter:
         bins = histogram_bins(r.get("hist", []), b) if "hist" in r else []
         total = sum(n for _, n in bins) or 1
         for label, n in bins:
-            hist.add_row(label, Text(bar(n / total, 16), style="cyan"), str(n))
+            hist.add_row(label, Text(bar(n / total, 12), style="cyan"), str(n))
         fl = Table(title="flush reasons", title_justify="left", box=None, padding=(0, 1), expand=True)
         fl.add_column("reason")
         fl.add_column("", no_wrap=True)
@@ -359,7 +376,7 @@ class TuiReporter:
         share = r.get("flush_share", {})
         for key, label in (("full", "full"), ("waiting", "all waiting"), ("timeout", "timeout")):
             x = share.get(key, 0.0)
-            fl.add_row(label, Text(bar(x, 16), style="magenta"), f"{x:.0%}")
+            fl.add_row(label, Text(bar(x, 12), style="magenta"), f"{x:.0%}")
         st = Table(title="settings", title_justify="left", box=None, padding=(0, 1), expand=True)
         st.add_column("")
         st.add_column("", justify="right")
@@ -371,6 +388,15 @@ class TuiReporter:
         st.add_row("timeout_ms", f"{float(s.get('timeout_ms', 0.0)):g}")
         st.add_row("per process", f"{self.cfg.procs * len(self.devices)} process(es)")
         grid = Table.grid(expand=True, padding=(0, 2))
+        if self.narrow:
+            line = Text("batch sizes: ")
+            for label, n in bins:
+                line.append(f"{label}:", style="dim")
+                line.append(f"{n / total:.0%} ")
+            grid.add_column(ratio=1)
+            grid.add_column(ratio=1)
+            grid.add_row(fl, st)
+            return Group(grid, line)
         for _ in range(3):
             grid.add_column(ratio=1)
         grid.add_row(hist, fl, st)
@@ -390,7 +416,7 @@ class TuiReporter:
 
     def _games(self, rows: int) -> Table:
         games = sorted(self.agg.get("games", []), key=lambda g: -g.get("move", 0))
-        groups = 4
+        groups = max(1, min(4, self.console.width // 38))
         shown = games[:rows * groups]
         tb = Table(title=f"games in progress ({len(games)})", title_justify="left", box=None, padding=(0, 1))
         multi = len(self.cfg.board_sizes) > 1
