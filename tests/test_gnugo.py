@@ -16,7 +16,8 @@ answers are compared:
   Tromp-Taylor score against sgfmill's ``Board.area_score()`` minus komi on
   GNU Go's final board.
 
-Also: ``fixed_handicap`` vertex lists for board sizes 7..19.
+Also: ``fixed_handicap`` vertex lists for board sizes 7..19. The module is
+skipped when GNU Go is missing (``$GNUGO`` names another binary).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from sayuri_async.go import board as B
 from sayuri_async.go.coords import action_to_vertex, vertex_to_action
 from sayuri_async.go.game import Game, handicap_actions
 
-GNUGO = shutil.which("gnugo") or "/usr/games/gnugo"
+GNUGO = os.environ.get("GNUGO") or shutil.which("gnugo") or "/usr/games/gnugo"
 if not os.access(GNUGO, os.X_OK):
     pytest.skip("GNU Go is not installed (apt-get install gnugo)", allow_module_level=True)
 
