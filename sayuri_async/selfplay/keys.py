@@ -116,7 +116,7 @@ class KeyHandler:
         if key in ("p", " "):
             paused = not s.get("paused", False)
             s["paused"] = paused
-            self.message = "paused: games wait after their current request" if paused else "resumed"
+            self.message = "paused: games stop after the search of their current move" if paused else "resumed"
             return [{"pause": paused}]
         if key in ("q", "Q"):
             self.quit = True
