@@ -1,0 +1,19 @@
+"""Sayuri compatibility: its input planes, weights files and training data.
+
+Vocabulary
+----------
+Sayuri        the C++ Go engine by CGLemon (GitHub CGLemon/Sayuri, GPLv3);
+              nothing of its code is copied here, the formats are
+              re-implemented from their description and source.
+sayuri-v3     our name for the 43-plane encoder of Sayuri's weights versions
+              3 to 5 (``encoder.py``; ``ladder.py`` and ``benson.py`` hold the
+              costly planes).
+weights file  Sayuri's text format, or the same with ``FloatType float32bin``
+              (``weights.py`` reads and writes both).
+SayuriNet     the torch module that runs an imported network (``model.py``).
+chunk         Sayuri's gzip text training data, record version 2
+              (``data.py`` turns it into our training samples).
+
+Import ``sayuri_async.sayuri.encoder`` to register the encoder; this package
+itself imports nothing heavy.
+"""
