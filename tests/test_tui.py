@@ -7,7 +7,6 @@ import termios
 import time
 
 import numpy as np
-import pytest
 from rich.console import Console
 
 from sayuri_async.infer.stats import FLUSH_REASONS, HIST_BINS

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -175,6 +176,7 @@ class TuiReporter:
         self._typed: list[str] = []
         self._pending: dict[str, tuple[object, float]] = {}
         self._closed = False
+        self._old_hook = None
 
     # ---- reporter protocol -------------------------------------------
     def update(self, statuses: list[dict]) -> list[dict]:
@@ -245,9 +247,19 @@ class TuiReporter:
                          redirect_stdout=False, redirect_stderr=False)
         self.live.start()
         atexit.register(self._stop_terminal)
+        # an uncaught error must reach the normal screen, not the alternate one
+        old = self._old_hook = sys.excepthook
+
+        def hook(*exc) -> None:
+            self._stop_terminal()
+            old(*exc)
+
+        sys.excepthook = hook
 
     def _stop_terminal(self) -> None:
         self._closed = True
+        if self._old_hook is not None:
+            sys.excepthook, self._old_hook = self._old_hook, None
         if self.live is not None:
             try:
                 self.live.stop()
