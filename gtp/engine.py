@@ -42,7 +42,8 @@ from .config import GtpConfig
 from .timecontrol import TimeControl
 
 RESIGN = -1
-CHUNK = 8  # playouts between yields to the event loop
+CHUNK_SECONDS = 0.005  # playouts run between checks of the clock and the input
+MAX_CHUNK = 64
 
 
 class Inbox(Protocol):
@@ -173,7 +174,9 @@ class Engine:
         banned = np.array([a in avoid or (allow is not None and a not in allow) for a in acts], dtype=bool)
         if banned.all():
             return
-        kids["prior"][banned] = -1.0
+        kids["prior"][banned] = -1.0  # the search never selects a negative prior
+        if "ordered" in s.nodes.dtype.names:
+            s.nodes[s.root_node()]["ordered"] = 0  # priors changed: let PUCT reorder
         self._restricted = True
 
     async def think(
@@ -191,6 +194,7 @@ class Engine:
         ``on_report`` is awaited every ``interval_s``. Returns playouts run."""
         s, ev = self.search, self.batcher
         spent = 0
+        chunk = 1
         next_report = time.perf_counter() + interval_s if interval_s else None
         while True:
             now = time.perf_counter()
@@ -210,13 +214,14 @@ class Engine:
                 wake = next_report if next_report is not None else now + 1.0
                 await inbox.wait(max(0.0, wake - time.perf_counter()))
                 continue
-            for _ in range(CHUNK):
-                await s.playout(ev)
-                spent += 1
-                if (max_playouts is not None and spent >= max_playouts) or \
-                        (deadline is not None and time.perf_counter() >= deadline) or \
-                        (inbox is not None and inbox.pending()):
-                    break
+            k = chunk
+            if max_playouts is not None:
+                k = min(k, max_playouts - spent)
+            t = time.perf_counter()
+            await s.playouts(ev, k)
+            spent += k
+            per = (time.perf_counter() - t) / k
+            chunk = max(1, min(MAX_CHUNK, int(CHUNK_SECONDS / max(per, 1e-7))))
             await asyncio.sleep(0)
         ev.counters.playouts += spent
         return spent
