@@ -28,7 +28,10 @@ class InstantEvaluator:
     def cache_put(self, key, out, row):
         pass
 
-    def commit(self):
+    def block(self):
+        pass
+
+    def commit(self, final: bool = True):
         self.requests += 1
         a = self.n * self.n + 1
         planes = self.buf[0]

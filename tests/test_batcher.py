@@ -160,3 +160,29 @@ def test_cache_returns_copies_of_rows():
         bt.close()
 
     asyncio.run(main())
+
+
+def test_a_client_with_several_requests_counts_once_when_it_blocks():
+    async def main():
+        be = FakeBackend()
+        bt = Batcher(be, 5, batch_size=16, timeout_ms=10_000)
+        bt.attach()
+        bt.attach()
+        futs = []
+        for tag in (1, 2, 3):  # client A: three leaves, then it blocks
+            arr, slot = bt.current()
+            arr[slot, 0, 0, 0] = tag
+            futs.append(bt.commit(final=False))
+        bt.block()
+        await asyncio.sleep(0.02)
+        assert be.calls == []  # client B has not blocked: no flush yet
+        arr, slot = bt.current()
+        arr[slot, 0, 0, 0] = 4
+        last = bt.commit()  # client B's single request: now both wait
+        res = await asyncio.wait_for(asyncio.gather(*futs, last), 5)
+        assert [float(o.score[r]) for o, r in res] == [1.0, 2.0, 3.0, 4.0]
+        assert be.calls == [4] and bt.counters.flush["waiting"] == 1
+        assert bt.waiting == 0
+        bt.close()
+
+    asyncio.run(main())

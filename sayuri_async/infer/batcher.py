@@ -2,8 +2,9 @@
 
 Vocabulary
 ----------
-client     a game coroutine attached to the batcher; it has at most one
-           request outstanding.
+client     a game coroutine attached to the batcher. It commits one or more
+           requests, then blocks until they are answered; the batcher counts
+           blocked clients (``waiting``) for the "every client waits" rule.
 request    one position: the client writes its planes straight into slot
            ``slot`` of the filling buffer (``batcher.current()``), then
            ``await batcher.commit()`` returns ``(output, row)``, where
@@ -38,6 +39,7 @@ class _Buffer:
     arr: np.ndarray  # [max_batch, C, N, N] uint8
     futures: list
     t_commit: list
+    finals: list  # True where the request is the last its client committed before blocking
     count: int = 0
 
 
@@ -72,6 +74,7 @@ class Batcher:
         self._cache: dict[int, tuple] = {}
         self.cache_size = cache_size
         self._closed = False
+        self._last: tuple[_Buffer, int] | None = None
 
     # ---- settings ------------------------------------------------------
     @property
@@ -92,7 +95,10 @@ class Batcher:
             new.arr[:k] = old.arr[:k]
             new.futures[:k] = old.futures[:k]
             new.t_commit[:k] = old.t_commit[:k]
+            new.finals[:k] = old.finals[:k]
             new.count = k
+            if self._last is not None and self._last[0] is old:
+                self._last = (new, self._last[1])
             self._cur = new
             if self._timer is not None and self._loop is not None:
                 self._timer.cancel()
@@ -108,7 +114,7 @@ class Batcher:
             b.count = 0
             return b
         arr = self.backend.alloc_input(self.max_batch, self.n)
-        return _Buffer(arr, [None] * self.max_batch, [0.0] * self.max_batch)
+        return _Buffer(arr, [None] * self.max_batch, [0.0] * self.max_batch, [False] * self.max_batch)
 
     # ---- clients -------------------------------------------------------
     def attach(self) -> None:
@@ -142,8 +148,9 @@ class Batcher:
         self._cache[key] = (output.policy[row : row + 1].copy(), output.wdl[row : row + 1].copy(),
                             output.score[row : row + 1].copy(), output.ownership[row : row + 1].copy())
 
-    def commit(self) -> asyncio.Future:
-        """Queue the request whose planes were written into ``current()``."""
+    def commit(self, final: bool = True) -> asyncio.Future:
+        """Queue the request whose planes were written into ``current()``.
+        ``final``: the client blocks after this one (see ``block``)."""
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
@@ -152,16 +159,25 @@ class Batcher:
         i = buf.count
         buf.futures[i] = fut
         buf.t_commit[i] = time.perf_counter()
+        buf.finals[i] = False
         buf.count = i + 1
-        self.waiting += 1
+        self._last = (buf, i)
         self.counters.queue_depth += 1
         if buf.count >= self._batch_size or buf.count >= self.max_batch:
             self._flush("full")
-        elif self.waiting >= self.clients:
-            self._flush("waiting")
         elif i == 0 and self.timeout_ms is not None:
             self._timer = loop.call_later(self.timeout_ms / 1000.0, self._on_timeout, buf)
+        if final:
+            self.block()
         return fut
+
+    def block(self) -> None:
+        """The client that committed last now waits for its answers: it counts
+        as waiting until the batch holding its last request comes back."""
+        buf, i = self._last
+        buf.finals[i] = True
+        self.waiting += 1
+        self._check_all_waiting()
 
     def _check_all_waiting(self) -> None:
         if self._cur.count and self.waiting >= self.clients:
@@ -199,10 +215,11 @@ class Batcher:
         c = self.counters
         c.in_flight -= 1
         c.queue_depth -= count
-        self.waiting -= count
+        self.waiting -= sum(buf.finals[:count])
         futures = buf.futures[:count]
         for i in range(count):
             buf.futures[i] = None
+            buf.finals[i] = False
         if buf.arr.shape[0] == self.max_batch:
             self._free.append(buf)
         exc = f.exception()

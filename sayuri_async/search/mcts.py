@@ -26,6 +26,7 @@ from ..features import get_encoder
 from ..go.game import Game
 from . import gumbel as G
 from . import puct, tree
+from .puct import COLLISION, TERMINAL
 from .tree import (
     N_PARAMS,
     P_C_BASE,
@@ -34,7 +35,8 @@ from .tree import (
     P_FPU_ROOT,
     advance,
     child_index,
-    expand_backup,
+    MAX_LEAVES,
+    finish,
     new_nodes,
     new_workspace,
     principal_variation,
@@ -57,6 +59,7 @@ class SearchConfig:
     node_capacity: int = 200_000
     max_moves_factor: float = 2.0  # a game is scored after factor * N*N moves
     reuse_tree: bool = True
+    leaves_per_await: int = 4  # playouts of one search waiting on the network together (virtual loss)
 
     def params(self) -> np.ndarray:
         p = np.zeros(N_PARAMS, dtype=np.float64)
@@ -99,6 +102,7 @@ class Search:
         self.ws[0]["params"] = config.params()
         self.nodes = new_nodes(config.node_capacity)
         self._descend = descend_for(encoder)
+        self._leaves = max(1, min(int(config.leaves_per_await), MAX_LEAVES))
         self._synced_moves = -1
         self._pv = np.zeros(64, dtype=np.int16)
         tree_reset(self.ws, self.nodes)
@@ -134,28 +138,44 @@ class Search:
         await self.playouts(ev, 1, forced)
 
     async def playouts(self, ev, count: int, forced: int = -1) -> None:
-        """``count`` playouts (all through root child ``forced`` when >= 0).
+        """``count`` playouts (all through root child ``forced`` when >= 0),
+        up to ``leaves_per_await`` of them waiting on the network together.
         This loop is the Python side of the hot path: keep it lean."""
         descend, ws, nodes = self._descend, self.ws, self.nodes
         current, commit = ev.current, ev.commit
         use_cache = bool(getattr(ev, "cache_size", 1))
         cache_get, cache_put = ev.cache_get, ev.cache_put
+        k_max = self._leaves
         requests = 0
-        for _ in range(count):
-            planes, slot = current()
-            key = descend(ws, nodes, planes, slot, forced)
-            if key == puct.TERMINAL:
-                continue
-            requests += 1
-            if use_cache:
-                hit = cache_get(key)
-                if hit is not None:
-                    expand_backup(ws, nodes, hit[0], hit[1], 0)
+        done = 0
+        while done < count:
+            want = min(k_max, count - done)
+            waiting = []
+            for i in range(want):
+                planes, slot = current()
+                key = descend(ws, nodes, planes, slot, forced, i)
+                if key == TERMINAL:
+                    done += 1
                     continue
-            out, row = await commit()
-            if use_cache:
-                cache_put(key, out, row)
-            expand_backup(ws, nodes, out.policy, out.wdl, row)
+                if key == COLLISION:
+                    break
+                requests += 1
+                if use_cache:
+                    hit = cache_get(key)
+                    if hit is not None:
+                        finish(ws, nodes, i, hit[0], hit[1], 0)
+                        done += 1
+                        continue
+                waiting.append((i, key, commit(False)))
+            if not waiting:
+                continue
+            ev.block()
+            for i, key, fut in waiting:
+                out, row = await fut
+                if use_cache:
+                    cache_put(key, out, row)
+                finish(ws, nodes, i, out.policy, out.wdl, row)
+            done += len(waiting)
         ev.counters.requests += requests
 
     def root_node(self) -> int:

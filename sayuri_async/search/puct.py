@@ -27,9 +27,10 @@ from numba import njit
 
 from ..go import board as B
 from ..go.scoring import area_map
-from .tree import P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, backup
+from .tree import PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, add_virtual_loss, backup, expand_pending
 
-TERMINAL = 0  # descend's answer when no network request is needed
+TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
+COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
 
 
 @njit(cache=True)
@@ -146,24 +147,30 @@ def terminal_value(rec) -> float:
 
 
 def make_descend(encode):
-    """Compile ``descend(ws, nodes, planes, slot, forced) -> key`` for one
-    encoder. ``forced`` >= 0 is the node index of the root child to take.
-    The answer is TERMINAL (0) when the playout ended the game and was backed
-    up already, else the leaf's (odd, nonzero) cache key: its planes are in
-    ``planes[slot]`` and ``expand_backup`` finishes the playout."""
+    """Compile ``descend(ws, nodes, planes, slot, forced, leaf_slot) -> key``
+    for one encoder. ``forced`` >= 0 is the node index of the root child to
+    take. The path is kept in ``ws.paths[leaf_slot]``. The answer is
+    TERMINAL (0) when the playout ended the game and was backed up already,
+    COLLISION (2) when it met a pending leaf (nothing changed), else the
+    leaf's (odd) cache key: the leaf is expanded as PENDING, the path carries
+    a virtual loss, the planes are in ``planes[slot]``, and ``tree.finish``
+    completes the playout."""
 
     @njit(cache=True)
-    def descend(ws, nodes, planes, slot: int, forced: int) -> int:
+    def descend(ws, nodes, planes, slot: int, forced: int, leaf_slot: int) -> np.uint64:
         w = ws[0]
+        path = w.paths[leaf_slot]
         while True:
             w.scratch = w.root
             rec = w.scratch
             node = w.root_node
             depth = 0
-            w.path[0] = node
+            path[0] = node
+            if nodes[node].state == PENDING:
+                return np.uint64(COLLISION)
             restart = False
             terminal = False
-            while nodes[node].nchild > 0 and depth < w.path.shape[0] - 1:
+            while nodes[node].nchild > 0 and depth < path.shape[0] - 1:
                 if depth == 0 and forced >= 0:
                     child = forced
                 else:
@@ -180,9 +187,11 @@ def make_descend(encode):
                     restart = True
                     break
                 depth += 1
-                w.path[depth] = child
+                path[depth] = child
                 w.path_hash[depth] = h
                 node = child
+                if nodes[node].state == PENDING:
+                    return np.uint64(COLLISION)
                 if rec.passes >= 2 or rec.move_num >= w.max_moves:
                     terminal = True
                     break
@@ -190,15 +199,16 @@ def make_descend(encode):
                 if forced >= 0:
                     forced = -1
                 continue
-            w.depth = depth
-            w.leaf = node
+            w.depths[leaf_slot] = depth
             if terminal:
                 v = terminal_value(rec)
                 w.terminal_value = v
-                backup(ws, nodes, v)
-                return TERMINAL
+                backup(ws, nodes, leaf_slot, v, False)
+                return np.uint64(TERMINAL)
+            expand_pending(ws, nodes, node)
+            add_virtual_loss(ws, nodes, leaf_slot)
             encode(rec, planes[slot])
-            key = cache_key(rec) | np.uint64(1)  # never TERMINAL
+            key = cache_key(rec) | np.uint64(1)  # odd: never TERMINAL or COLLISION
             w.key = key
             return key
 

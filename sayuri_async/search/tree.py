@@ -17,8 +17,17 @@ nodes       ``[capacity]`` records of NODE_DTYPE. A node's children are
             and dropped from ``nchild``.
 workspace   ``[1]`` record of WS_DTYPE per game: the root position, a scratch
             board that each playout replays from the root, the game's position
-            hashes (superko), the current path and its hashes, the search
-            parameters and the tree's bookkeeping (root node, nodes used).
+            hashes (superko), the paths of the leaves waiting on the network
+            (``paths[i, :depths[i] + 1]``, leaf last), the search parameters
+            and the tree's bookkeeping (root node, nodes used).
+pending     a leaf gets its children (the legal moves, priors unknown) when
+            the descent reaches it, so the scratch board can move on; until
+            the network answers it is PENDING and another descent that meets
+            it stops (a collision).
+virtual loss  every node on a waiting leaf's path counts one more visit and
+            one more loss for the player who moved into it, so the next
+            descents of the same search spread out; ``finish`` replaces it
+            with the real value.
 value       in ``[-1, 1]`` for the side to move at a node (win minus loss);
             winrate = (value + 1) / 2.
 params      float64 vector indexed by the P_* constants (PUCT and FPU).
@@ -35,6 +44,8 @@ from ..go import board as B
 
 MAX_DEPTH = 512
 MAX_GAME_POSITIONS = 2048
+MAX_LEAVES = 16  # leaves one search may have waiting on the network at once
+PENDING = 1  # node state: children allocated, priors not yet known
 
 NODE_DTYPE = np.dtype(
     [
@@ -43,6 +54,7 @@ NODE_DTYPE = np.dtype(
         ("nchild", np.int16),
         ("action", np.int16),
         ("ordered", np.int16),
+        ("state", np.int8),
         ("prior", np.float32),
         ("wsum", np.float64),
     ],
@@ -58,12 +70,11 @@ WS_DTYPE = np.dtype(
         ("root", B.BOARD_DTYPE),
         ("scratch", B.BOARD_DTYPE),
         ("game_hash", np.uint64, (MAX_GAME_POSITIONS,)),
-        ("path", np.int32, (MAX_DEPTH,)),
+        ("paths", np.int32, (MAX_LEAVES, MAX_DEPTH)),
         ("path_hash", np.uint64, (MAX_DEPTH,)),
         ("params", np.float64, (N_PARAMS,)),
         ("n_game_hash", np.int32),
-        ("depth", np.int32),
-        ("leaf", np.int32),
+        ("depths", np.int32, (MAX_LEAVES,)),
         ("root_node", np.int32),
         ("used", np.int32),
         ("max_moves", np.int32),
@@ -94,16 +105,16 @@ def tree_reset(ws, nodes) -> None:
     r.action = -1
     r.first = -1
     r.ordered = 0
+    r.state = 0
     r.prior = 1.0
     r.wsum = 0.0
 
 
 @njit(cache=True)
-def expand(ws, nodes, node: int, policy, row: int) -> int:
+def expand_pending(ws, nodes, node: int) -> int:
     """Give ``node`` one child per simple-legal action of the scratch board
-    (the leaf's position), with priors from ``policy[row]`` renormalised
-    over those actions. Returns the number of children, or 0 when the pool
-    is full."""
+    (the leaf's position), priors unknown: the node becomes PENDING.
+    Returns the number of children, or 0 when the pool is full."""
     w = ws[0]
     rec = w.scratch
     n = rec.n
@@ -111,7 +122,6 @@ def expand(ws, nodes, node: int, policy, row: int) -> int:
     first = w.used
     if first + na > nodes.shape[0]:
         return 0
-    total = 0.0
     k = first
     for a in range(na):
         if a < n * n:
@@ -124,48 +134,79 @@ def expand(ws, nodes, node: int, policy, row: int) -> int:
         c.action = a
         c.first = -1
         c.ordered = 0
-        pr = policy[row, a]
-        c.prior = pr
+        c.state = 0
+        c.prior = 0.0
         c.wsum = 0.0
-        total += pr
         k += 1
-    count = k - first
-    if total > 0.0:
-        inv = 1.0 / total
-        for i in range(first, k):
-            nodes[i].prior = nodes[i].prior * inv
-    else:
-        u = 1.0 / count
-        for i in range(first, k):
-            nodes[i].prior = u
-    nodes[node].first = first
-    nodes[node].nchild = count
-    nodes[node].ordered = 0
+    nd = nodes[node]
+    nd.first = first
+    nd.nchild = k - first
+    nd.ordered = 0
+    nd.state = PENDING
     w.used = k
-    return count
+    return k - first
 
 
 @njit(cache=True)
-def backup(ws, nodes, value: float) -> None:
-    """Add ``value`` (for the side to move at the leaf) along the path."""
+def set_priors(nodes, node: int, policy, row: int) -> None:
+    """Priors of a pending node's children from ``policy[row]``, renormalised
+    over its (legal) actions; the node stops being pending."""
+    nd = nodes[node]
+    first = nd.first
+    end = first + nd.nchild
+    total = 0.0
+    for i in range(first, end):
+        pr = policy[row, nodes[i].action]
+        nodes[i].prior = pr
+        total += pr
+    if total > 0.0:
+        inv = 1.0 / total
+        for i in range(first, end):
+            nodes[i].prior = nodes[i].prior * inv
+    elif end > first:
+        u = 1.0 / (end - first)
+        for i in range(first, end):
+            nodes[i].prior = u
+    nd.ordered = 0
+    nd.state = 0
+
+
+@njit(cache=True)
+def backup(ws, nodes, leaf_slot: int, value: float, virtual: bool) -> None:
+    """Back ``value`` (for the side to move at the leaf) up the path of
+    ``leaf_slot``. ``virtual``: the path carries a virtual loss to replace."""
     w = ws[0]
     v = -value  # the player who moved into the leaf sees the opposite
-    for i in range(w.depth, -1, -1):
-        nd = nodes[w.path[i]]
-        nd.visits += 1
-        nd.wsum += v
+    add = 0 if virtual else 1
+    fix = 1.0 if virtual else 0.0
+    path = w.paths[leaf_slot]
+    for i in range(w.depths[leaf_slot], -1, -1):
+        nd = nodes[path[i]]
+        nd.visits += add
+        nd.wsum += v + fix
         v = -v
 
 
 @njit(cache=True)
-def expand_backup(ws, nodes, policy, wdl, row: int) -> None:
-    """Finish a playout: expand the leaf from ``policy[row]`` and back up the
-    value ``wdl[row, 0] - wdl[row, 2]``."""
+def add_virtual_loss(ws, nodes, leaf_slot: int) -> None:
     w = ws[0]
-    leaf = w.leaf
-    if nodes[leaf].nchild == 0:
-        expand(ws, nodes, leaf, policy, row)
-    backup(ws, nodes, wdl[row, 0] - wdl[row, 2])
+    path = w.paths[leaf_slot]
+    for i in range(w.depths[leaf_slot] + 1):
+        nd = nodes[path[i]]
+        nd.visits += 1
+        nd.wsum -= 1.0
+
+
+@njit(cache=True)
+def finish(ws, nodes, leaf_slot: int, policy, wdl, row: int) -> None:
+    """Finish the playout waiting in ``leaf_slot`` with the network's answer
+    ``policy[row]``, ``wdl[row]``: priors for the leaf, then the backup of
+    ``win - loss`` in place of the virtual loss."""
+    w = ws[0]
+    leaf = w.paths[leaf_slot, w.depths[leaf_slot]]
+    if nodes[leaf].state == PENDING:
+        set_priors(nodes, leaf, policy, row)
+    backup(ws, nodes, leaf_slot, wdl[row, 0] - wdl[row, 2], True)
 
 
 @njit(cache=True)
