@@ -57,7 +57,8 @@ S = {"batch_size": 32, "parallel_games": 64, "timeout_ms": 5.0, "paused": False}
     (fig(gpu_busy=0.97, loop_busy=0.6, avgBatchSize=250.0), {**S, "batch_size": 256, "parallel_games": 512},
      "GPU-bound"),
     (fig(avgBatchSize=8.0, flush_share={"full": 0.1, "waiting": 0.2, "timeout": 0.7}), S, "timeouts"),
-    (fig(loop_busy=0.3, gpu_busy=0.2, host_load=2.5), S, "contended"),
+    (fig(loop_busy=0.3, gpu_busy=0.2, host_load=2.5, cores=2, procs=1), S, "contended"),
+    (fig(loop_busy=0.3, gpu_busy=0.2, host_load=2.5, cores=2, procs=2), S, "latency-bound"),
     (fig(loop_busy=0.3, gpu_busy=0.2), S, "latency-bound"),
     (fig(loop_busy=0.8, gpu_busy=0.75), S, "balanced"),
 ])

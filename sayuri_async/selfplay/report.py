@@ -12,8 +12,8 @@ figures     ``rates`` between two aggregates plus what needs the processes
             at 100%), games in progress.
 Window      keeps recent aggregates and gives figures over the last
             ``seconds`` (and over the whole run).
-host_load   the machine's 1-minute load average per core: above 1, other
-            programs (or too many engine processes) compete for the CPU.
+host_load   the machine's 1-minute load average per core: above 1 with fewer
+            engine processes than cores, other programs compete for the CPU.
 History     the figures of every update over the last minute, for sparklines.
 Verdict     ``diagnose(figures, settings)``: which side limits, as a ``kind``
             (one of ``KINDS``) and a one-line text with the numbers and the
@@ -96,6 +96,8 @@ def figures(a: dict | None, b: dict, devices: int = 1) -> dict:
     r["games_live"] = len(b.get("games", []))
     r["elapsed"] = b["elapsed"]
     r["host_load"] = host_load()
+    r["cores"] = os.cpu_count() or 1
+    r["procs"] = b.get("loops", 1)
     return r
 
 
@@ -197,14 +199,15 @@ def diagnose(r: dict, settings: dict) -> Verdict:
         return Verdict("timeouts", f"batches leave on timeout (avg {avg:.0f} of {b}): raise parallel_games "
                                    f"or lower timeout_ms")
     if max(loop, gpu) < GPU_IDLE:
-        load = r.get("host_load", 0.0)
-        if load >= 1.0:
+        load, procs = r.get("host_load", 0.0), int(r.get("procs", 1))
+        if load >= 1.0 and procs < r.get("cores", 1):
             return Verdict("contended", f"contended: loop {loop:.0%}, GPU {gpu:.0%} while the machine's load is "
-                                        f"{load:.1f} per core: other programs take the CPU; stop them or "
-                                        f"use fewer processes")
-        return Verdict("latency-bound", f"latency-bound: loop {loop:.0%}, GPU {gpu:.0%}, avg batch {avg:.0f} of {b}: "
-                                        f"the loop waits for batches in flight; raise parallel_games above "
-                                        f"{GAMES_PER_BATCH} x batch_size or add processes")
+                                        f"{load:.1f} per core with {procs} engine process(es): other programs "
+                                        f"take the CPU")
+        return Verdict("latency-bound", f"latency-bound: loop {loop:.0%}, GPU {gpu:.0%} at "
+                                        f"{r.get('nnBatches/s', 0.0):.0f} batches/s of {avg:.0f}: time goes to "
+                                        f"each batch's round trip to the worker; raise batch_size (with "
+                                        f"parallel_games ~{GAMES_PER_BATCH} x) or add processes")
     return Verdict("balanced", f"balanced: loop {loop:.0%}, GPU {gpu:.0%}, avg batch {avg:.0f} of {b}")
 
 

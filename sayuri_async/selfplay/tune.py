@@ -33,6 +33,7 @@ import argparse
 import csv
 import itertools
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -187,7 +188,7 @@ class PointMeter:
             self._check_done()
 
     def _sample(self, a: dict[str, dict], b: dict[str, dict]) -> Sample:
-        evals_s = busy_s = 0.0
+        evals_s = busy_s = sum_batches_s = 0.0
         evals = batches = 0.0
         loops = []
         flush = {"full": 0, "waiting": 0, "timeout": 0}
@@ -196,6 +197,7 @@ class PointMeter:
             dt = sb["t"] - sa["t"]
             r = rates(sa["counters"], sb["counters"], dt, sb["loop_cpu_s"] - sa["loop_cpu_s"])
             evals_s += r["nnEvals/s"]
+            sum_batches_s += r["nnBatches/s"]
             busy_s += (sb["counters"]["busy_s"] - sa["counters"]["busy_s"]) / dt
             evals += sb["counters"]["evals"] - sa["counters"]["evals"]
             batches += sb["counters"]["batches"] - sa["counters"]["batches"]
@@ -207,7 +209,8 @@ class PointMeter:
         gpu = min(busy_s / max(self.devices, 1), 1.0)
         fig = {"nnEvals/s": evals_s, "gpu_busy": gpu, "loop_busy": statistics.fmean(loops),
                "loop_busy_max": max(loops), "avgBatchSize": avg,
-               "flush_share": {r: n / nflush for r, n in flush.items()}, "host_load": host_load()}
+               "flush_share": {r: n / nflush for r, n in flush.items()}, "host_load": host_load(),
+               "cores": os.cpu_count() or 1, "procs": len(a), "nnBatches/s": sum_batches_s}
         settings = next(iter(b.values()))["settings"]
         driver = statistics.fmean(self._driver) if self._driver else None
         return Sample(evals_s, gpu, fig["loop_busy"], fig["loop_busy_max"], avg, driver,
