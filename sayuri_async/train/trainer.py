@@ -432,6 +432,7 @@ class Trainer:
         wait = 0.0
         mark_samples = self.samples
         first_log: tuple[float, int] | None = None
+        last_log = (t_start, self.samples)
         bar = self._progress()
         try:
             while self.step < self.total_steps:
@@ -455,6 +456,7 @@ class Trainer:
                                        wait / max(now - t_mark, 1e-9), now - t_start, bar)
                     if first_log is None:
                         first_log = (now, self.samples)
+                    last_log = (now, self.samples)
                     sums.zero_()
                     count, wait, t_mark, mark_samples = 0, 0.0, now, self.samples
                 if bar is not None:
@@ -467,9 +469,8 @@ class Trainer:
             if bar is not None:
                 bar[0].stop()
             del it
-        end = time.perf_counter()
-        if first_log is not None and self.samples > first_log[1]:
-            result.samples_per_s = (self.samples - first_log[1]) / max(end - first_log[0], 1e-9)
+        if first_log is not None and last_log[1] > first_log[1]:  # steady state: between logs
+            result.samples_per_s = (last_log[1] - first_log[1]) / max(last_log[0] - first_log[0], 1e-9)
         result.steps, result.samples = self.step, self.samples
         return result
 
