@@ -54,6 +54,7 @@ class SelfplayConfig:
     device: str = "cpu"
     procs: int = 1
     out: str = "runs/selfplay"
+    generation: int = 0  # written into chunk names (the RL loop's generation)
     search: SearchConfig = field(default_factory=SearchConfig)
 
     def __post_init__(self) -> None:

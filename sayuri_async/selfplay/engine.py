@@ -53,7 +53,8 @@ class Engine:
             for n in sorted(set(cfg.board_sizes))
         }
         self.writer = writer or ChunkWriter(cfg.out, self.encoder, backend.planes, cfg.chunk_games, self.tag,
-                                            generator=getattr(backend, "name", "random"), write_sgf=cfg.write_sgf)
+                                            generator=getattr(backend, "name", "random"), write_sgf=cfg.write_sgf,
+                                            generation=cfg.generation)
         self.parallel_games = cfg.parallel_games
         self.live: dict[int, LiveGame] = {}
         self.started = 0

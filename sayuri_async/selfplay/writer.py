@@ -6,7 +6,9 @@ ChunkWriter  collects GameRecords per board size and writes a chunk (the
              ``.npz`` schema of ``docs/data-format.md``) every ``chunk_games``
              games and on ``close()``; every file goes through a temporary
              name and a rename (``fileio.atomic_path``).
-chunk name   ``chunk-<tag>-<serial>.npz``; ``tag`` tells processes apart.
+chunk name   ``chunk-<generation>-<tag>-<serial>.npz``: the generation of the
+             network that played (six digits; the RL loop's counter, 0
+             outside it), then ``tag`` to tell processes apart.
 read_chunk   loads and checks a chunk: any missing key, wrong dtype or shape
              raises ChunkError naming the file and the problem.
 """
@@ -159,7 +161,7 @@ def clean_stale_temp(out_dir: str | os.PathLike) -> int:
 
 class ChunkWriter:
     def __init__(self, out_dir: str | os.PathLike, encoder: str, planes: int, chunk_games: int,
-                 tag: str, generator: str, write_sgf: bool = True) -> None:
+                 tag: str, generator: str, write_sgf: bool = True, generation: int = 0) -> None:
         self.data_dir = Path(out_dir) / "data"
         self.sgf_dir = Path(out_dir) / "sgf"
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -168,6 +170,7 @@ class ChunkWriter:
         self.encoder, self.planes = encoder, planes
         self.chunk_games = chunk_games
         self.tag, self.generator = tag, generator
+        self.generation = generation
         self.write_sgf = write_sgf
         self._pending: dict[int, list[GameRecord]] = {}
         self._serial = 0
@@ -179,7 +182,7 @@ class ChunkWriter:
         self._games += 1
         if self.write_sgf and rec.game is not None:
             info = SgfInfo(black=self.generator, white=self.generator, result=rec.result)
-            save_sgf_file(self.sgf_dir / f"game-{self.tag}-{self._games:06d}.sgf", rec.game, info, result=rec.result)
+            save_sgf_file(self.sgf_dir / f"game-{self.generation:06d}-{self.tag}-{self._games:06d}.sgf", rec.game, info, result=rec.result)
         if len(rec) == 0:
             return
         bucket = self._pending.setdefault(rec.size, [])
@@ -192,7 +195,7 @@ class ChunkWriter:
         if not recs:
             return
         self._serial += 1
-        path = self.data_dir / f"chunk-{self.tag}-{self._serial:06d}.npz"
+        path = self.data_dir / f"chunk-{self.generation:06d}-{self.tag}-{self._serial:06d}.npz"
         self.positions_written += write_chunk(path, recs, self.encoder, self.planes, self.generator)
         self.chunks_written += 1
 

@@ -1,0 +1,341 @@
+"""The RL loop: self-play, train, export, evaluate, repeat, in one workspace.
+
+Vocabulary
+----------
+workspace   the folder that holds a whole run (created on first start):
+              state.json        where the loop is: generation and phase, the
+                                best network, per-generation summaries
+              weights/          gen-000001.safetensors ... (generation 0 is the
+                                random network and has no file)
+              data/, sgf/       self-play chunks and games of every generation
+              checkpoints/      the trainer's checkpoints, exports and log
+              logs/             generations.csv (the summary table)
+              matches/          evaluation games (SGF) per generation
+              STOP              create it to end the loop after the current step
+generation  g = 1, 2, ...: self-play ``games_per_generation`` games with the
+            best network so far (random for g = 1), train until step
+            ``g * steps_per_generation`` on the replay window, export
+            gen-g, then (optionally) play it against the best network.
+phase       "selfplay", "train" or "eval"; state.json is rewritten atomically
+            after each, so a run killed at any moment (SIGKILL included)
+            continues from the last finished step: self-play counts the games
+            already in its generation's chunks, and training resumes from its
+            last checkpoint.
+gating      with ``gating = true`` the new network becomes the best only if it
+            wins at least ``gating_win_rate`` of the evaluation games;
+            otherwise it always does (the evaluation is only reported).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import json
+import shutil
+import sys
+import time
+import zipfile
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from .configfile import ConfigError, fill, read_toml
+from .fileio import atomic_path
+
+TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
+
+
+@dataclass
+class LoopConfig:
+    generations: int = 10  # 0: until stopped
+    games_per_generation: int = 200
+    steps_per_generation: int = 500
+    eval_games: int = 20
+    eval_playouts: int = 64
+    gating: bool = False
+    gating_win_rate: float = 0.55
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.games_per_generation < 1:
+            raise ValueError("games_per_generation must be at least 1")
+        if self.steps_per_generation < 1:
+            raise ValueError("steps_per_generation must be at least 1")
+        if self.eval_games < 0 or self.eval_playouts < 1:
+            raise ValueError("eval_games must be >= 0 and eval_playouts >= 1")
+        if not 0.0 <= self.gating_win_rate <= 1.0:
+            raise ValueError("gating_win_rate must be in [0, 1]")
+
+
+@dataclass
+class LoopState:
+    generation: int = 1
+    phase: str = "selfplay"
+    best: str = "random"  # weights path relative to the workspace, or "random"
+    best_generation: int = 0
+    train_start_step: int = 0
+    summaries: list[dict] = field(default_factory=list)
+
+
+class Workspace:
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        for sub in ("weights", "data", "sgf", "checkpoints", "logs", "matches"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    @property
+    def state_path(self) -> Path:
+        return self.root / "state.json"
+
+    def load_state(self) -> LoopState:
+        if not self.state_path.exists():
+            return LoopState()
+        try:
+            return LoopState(**json.loads(self.state_path.read_text()))
+        except (json.JSONDecodeError, TypeError) as e:
+            raise ConfigError(f"{self.state_path}: not a loop state file ({e})") from None
+
+    def save_state(self, st: LoopState) -> None:
+        with atomic_path(self.state_path) as tmp:
+            tmp.write_text(json.dumps(asdict(st), indent=1))
+
+    def weights(self, gen: int) -> Path:
+        return self.root / "weights" / f"gen-{gen:06d}.safetensors"
+
+    def stop_requested(self) -> bool:
+        return (self.root / "STOP").exists()
+
+    def games_in_generation(self, gen: int) -> tuple[int, int]:
+        """(games, positions) already in whole chunks of generation ``gen``."""
+        games = positions = 0
+        for path in (self.root / "data").glob(f"chunk-{gen:06d}-*.npz"):
+            try:
+                with np.load(path, allow_pickle=False) as z:
+                    meta = json.loads(str(z["meta"]))
+                    positions += int(z["action"].shape[0])
+                games += int(meta["games"])
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                continue  # a damaged chunk is the trainer's to skip, not a game to count
+        return games, positions
+
+
+def load_loop_config(path: str):
+    """(LoopConfig, SelfplayConfig, TrainConfig) from one TOML file with
+    ``[loop]``, ``[selfplay]``, ``[search]`` and the trainer's sections."""
+    from .selfplay.config import SelfplayConfig
+    from .train.config import from_dict
+
+    raw = read_toml(path)
+    known = {"loop", "selfplay", "search", *TRAIN_SECTIONS}
+    unknown = set(raw) - known
+    if unknown:
+        raise ConfigError(f"{path}: unknown table(s) {sorted(unknown)} (known: {sorted(known)})")
+    loop_cfg = fill(LoopConfig, raw.get("loop", {}), f"{path} [loop]")
+    sp = dict(raw.get("selfplay", {}))
+    if "search" in raw:
+        sp["search"] = raw["search"]
+    sp_cfg = fill(SelfplayConfig, sp, f"{path} [selfplay]")
+    train_cfg = from_dict({k: raw[k] for k in TRAIN_SECTIONS if k in raw}, str(path))
+    return loop_cfg, sp_cfg, train_cfg
+
+
+def last_checkpoint_step(out: Path) -> int | None:
+    from .train.checkpoint import list_checkpoints
+
+    found = list_checkpoints(out)
+    return found[-1][0] if found else None
+
+
+class Loop:
+    def __init__(self, config_path: str, workspace: str, use_tui: bool = False) -> None:
+        self.config_path = config_path
+        self.cfg, self.sp_cfg, self.train_cfg = load_loop_config(config_path)
+        self.ws = Workspace(workspace)
+        self.use_tui = use_tui
+        self._interrupted = False
+
+    def say(self, text: str) -> None:
+        print(f"[loop {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+    def _stopping(self) -> bool:
+        return self._interrupted or self.ws.stop_requested()
+
+    # ---- phases --------------------------------------------------------------
+    def selfplay(self, st: LoopState) -> bool:
+        """Play the generation's games; False when stopped before the end."""
+        from .selfplay.report import PlainReporter
+        from .selfplay.runner import run_selfplay
+
+        done, _ = self.ws.games_in_generation(st.generation)
+        left = self.cfg.games_per_generation - done
+        if left <= 0:
+            return True
+        best = None if st.best == "random" else str(self.ws.root / st.best)
+        self.say(f"generation {st.generation}: self-play {left} games with {st.best}")
+        cfg = replace(self.sp_cfg, num_games=left, out=str(self.ws.root), weights=best or "",
+                      generation=st.generation, chunk_games=min(self.sp_cfg.chunk_games, left))
+        reporter = PlainReporter(every=10.0)
+        if self.use_tui and sys.stdout.isatty():
+            try:
+                from .selfplay.tui import TuiReporter
+
+                reporter = TuiReporter(cfg)
+            except ImportError:
+                pass
+        stop_file = self.ws.root / "STOP"
+
+        class _StopAware:
+            def update(self, statuses):
+                cmds = reporter.update(statuses) or []
+                return cmds + ([{"stop": True}] if stop_file.exists() else [])
+
+            def close(self, statuses):
+                reporter.close(statuses)
+
+        run_selfplay(cfg, _StopAware())
+        done, _ = self.ws.games_in_generation(st.generation)
+        return done >= self.cfg.games_per_generation
+
+    def train(self, st: LoopState) -> dict:
+        from .train.trainer import train
+
+        cfg = self.train_cfg
+        target = st.generation * self.cfg.steps_per_generation
+        ck = Path(self.ws.root / "checkpoints")
+        cfg.data.dir = str(self.ws.root / "data")
+        cfg.run.out = str(ck)
+        cfg.run.export_every = max(cfg.run.export_every, target + 1)  # export once, at the end
+        last = last_checkpoint_step(ck)
+        resume = last is not None
+        # a new generation keeps the model and optimizer but picks a new window
+        refresh = resume and last <= st.train_start_step
+        self.say(f"generation {st.generation}: train to step {target}"
+                 + (f" (resuming at {last})" if resume else ""))
+        result = train(cfg, steps=target, resume=resume, refresh_window=refresh, progress=None)
+        if result.export is None:
+            raise RuntimeError("training ended without an exported network")
+        dest = self.ws.weights(st.generation)
+        with atomic_path(dest) as tmp:
+            shutil.copyfile(result.export, tmp)
+        return {"steps": result.steps, "samples": result.samples, **{f"loss_{k}": round(v, 4)
+                                                                    for k, v in result.losses.items()}}
+
+    def evaluate(self, st: LoopState) -> dict:
+        from .match import NetPlayer, run_match
+        from .net.backends import make_backend
+
+        if self.cfg.eval_games == 0:
+            return {}
+        cand_path = self.ws.weights(st.generation)
+        best_path = None if st.best == "random" else str(self.ws.root / st.best)
+        size = self.sp_cfg.board_sizes[0]
+        batch = 8
+
+        def player(weights: str | None, name: str) -> NetPlayer:
+            be = make_backend(weights, device=self.cfg.device, max_batch=batch)
+            return NetPlayer(name, be, self.cfg.eval_playouts, False, 0.0, batch)
+
+        cand = player(str(cand_path), f"gen{st.generation}")
+        best = player(best_path, f"gen{st.best_generation}" if best_path else "random")
+        sgf_dir = self.ws.root / "matches" / f"gen-{st.generation:06d}"
+        sgf_dir.mkdir(parents=True, exist_ok=True)
+        self.say(f"generation {st.generation}: {self.cfg.eval_games} games {cand.name} vs {best.name}")
+        res = asyncio.run(run_match(cand, best, self.cfg.eval_games, size, self.sp_cfg.komi, 8, sgf_dir))
+        lo, hi = res.wilson()
+        return {"opponent": best.name, "wins": res.wins, "losses": res.losses, "draws": res.draws,
+                "win_rate": round(res.win_rate, 3), "ci": [round(lo, 3), round(hi, 3)]}
+
+    # ---- driver --------------------------------------------------------------
+    def run(self) -> int:
+        st = self.ws.load_state()
+        self.say(f"workspace {self.ws.root}: generation {st.generation}, phase {st.phase}, best {st.best}")
+        while self.cfg.generations == 0 or st.generation <= self.cfg.generations:
+            if self._stopping():
+                self.say("stop requested: leaving after the last finished step")
+                return 0
+            summary = next((s for s in st.summaries if s["generation"] == st.generation), None)
+            if summary is None:
+                summary = {"generation": st.generation}
+                st.summaries.append(summary)
+            if st.phase == "selfplay":
+                if not self.selfplay(st):
+                    self.say("self-play stopped before the generation's games were done")
+                    return 0
+                games, positions = self.ws.games_in_generation(st.generation)
+                summary.update(games=games, positions=positions)
+                st.train_start_step = last_checkpoint_step(self.ws.root / "checkpoints") or 0
+                st.phase = "train"
+                self.ws.save_state(st)
+            if st.phase == "train":
+                if self._stopping():
+                    continue
+                summary.update(self.train(st))
+                st.phase = "eval"
+                self.ws.save_state(st)
+            if st.phase == "eval":
+                if self._stopping():
+                    continue
+                ev = self.evaluate(st)
+                summary["match"] = ev
+                promote = not self.cfg.gating or not ev or ev["win_rate"] >= self.cfg.gating_win_rate
+                summary["promoted"] = promote
+                if promote:
+                    st.best = str(self.ws.weights(st.generation).relative_to(self.ws.root))
+                    st.best_generation = st.generation
+                st.generation += 1
+                st.phase = "selfplay"
+                self.ws.save_state(st)
+                self.write_summary(st)
+        self.say("all generations done")
+        return 0
+
+    def write_summary(self, st: LoopState) -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        cols = ["generation", "games", "positions", "steps", "loss_policy", "loss_wdl", "match", "promoted"]
+        t = Table(title="generations")
+        for c in cols:
+            t.add_column(c, justify="right")
+        rows = []
+        for s in st.summaries:
+            m = s.get("match") or {}
+            match = f"{m['wins']}-{m['losses']}-{m['draws']} vs {m['opponent']} ({m['win_rate']:.0%})" if m else ""
+            row = [str(s.get("generation", "")), str(s.get("games", "")), str(s.get("positions", "")),
+                   str(s.get("steps", "")), str(s.get("loss_policy", "")), str(s.get("loss_wdl", "")),
+                   match, str(s.get("promoted", ""))]
+            t.add_row(*row)
+            rows.append(dict(zip(cols, row)))
+        Console().print(t)
+        with atomic_path(self.ws.root / "logs" / "generations.csv") as tmp:
+            with open(tmp, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=cols)
+                w.writeheader()
+                w.writerows(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="sayuri-async loop", description="The RL loop: self-play, train, evaluate.")
+    p.add_argument("--config", required=True, help="loop TOML (e.g. configs/loop-9x9.toml)")
+    p.add_argument("--workspace", required=True, help="folder for the whole run (created if missing)")
+    p.add_argument("--generations", type=int, help="override [loop] generations")
+    p.add_argument("--tui", action="store_true", help="live view during self-play (plain lines otherwise)")
+    args = p.parse_args(argv)
+    try:
+        loop = Loop(args.config, args.workspace, use_tui=args.tui)
+    except ConfigError as e:
+        print(f"sayuri-async loop: {e}", file=sys.stderr)
+        return 2
+    if args.generations is not None:
+        loop.cfg = replace(loop.cfg, generations=args.generations)
+    try:
+        return loop.run()
+    except KeyboardInterrupt:
+        print("sayuri-async loop: interrupted; the next start continues from the last finished step",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
