@@ -29,15 +29,12 @@ import sys
 import time
 from pathlib import Path
 
-from rich.console import Console, Group
-from rich.panel import Panel
-from rich.segment import Segment, Segments
-from rich.table import Table
+from rich.console import Console
 from rich.text import Text
 
 from .config import SelfplayConfig
 from .keys import FIELDS, HELP, KeyHandler, KeyReader
-from .report import GAMES_PER_BATCH, History, Window, aggregate, diagnose, summary_lines
+from .report import GAMES_PER_BATCH, LOOP_SATURATED, History, Window, aggregate, diagnose, summary_lines
 
 SPARK = "▁▂▃▄▅▆▇█"
 PENDING_S = 3.0
@@ -270,190 +267,232 @@ class TuiReporter:
             self.reader = None
 
     # ---- view ----------------------------------------------------------------
-    def view(self):
+    # Plain Text lines laid out by hand: rich Tables cost ~50 ms a frame, and
+    # in a one-process run the frame is drawn on the engine's event loop.
+    def view(self) -> Text:
         """Header, verdict, figures and games, cropped to the console's height
         so that the keys line stays visible at the bottom."""
-        con = self.console
-        opts = con.options.update(height=None)
-        body = Group(self._header(), self._verdict(), self._middle(), self._batches())
-        footer = self._footer()
-        lines = con.render_lines(body, opts, pad=False)
-        height = con.height or 50
-        avail = height - len(con.render_lines(footer, opts, pad=False)) - 1
-        rows = avail - len(lines) - 4  # games title, header row, caption, spacing
+        w = max(self.console.width, 40)
+        lines = [*self._header(w), *self._verdict(w), Text("")]
+        if w < NARROW:
+            lines += self._throughput(w) + [Text("")] + self._utilization(w) + [Text("")]
+            lines += hjoin([self._flush(w // 2), self._settings(w - w // 2)], [w // 2, w - w // 2])
+            lines.append(self._hist_line(w))
+        else:
+            half = w // 2
+            lines += hjoin([self._throughput(half - 2), self._utilization(w - half)], [half, w - half])
+            lines.append(Text(""))
+            third = w // 3
+            widths = [third, third, w - 2 * third]
+            lines += hjoin([self._hist(third - 2), self._flush(third - 2), self._settings(widths[2])], widths)
+        footer = self._footer(w)
+        avail = (self.console.height or 50) - len(footer)
+        rows = avail - len(lines) - 3
         if rows > 0 and self.agg.get("games"):
-            lines += con.render_lines(self._games(rows), opts, pad=False)
-        segs: list[Segment] = []
-        for line in lines[:max(avail, 0)]:
-            segs.extend(line)
-            segs.append(Segment.line())
-        return Group(Segments(segs), footer)
+            lines.append(Text(""))
+            lines += self._games(w, rows)
+        out = lines[:max(avail, 0)] + footer
+        for line in out:
+            line.no_wrap = True
+            line.overflow = "crop"
+        view = Text("\n", no_wrap=True, overflow="crop").join(out)
+        view.no_wrap, view.overflow = True, "crop"
+        return view
 
-    @property
-    def narrow(self) -> bool:
-        return self.console.width < NARROW
-
-    def _header(self) -> Text:
+    def _header(self, w: int) -> list[Text]:
         cfg, agg = self.cfg, self.agg
         net = Path(cfg.weights).name if cfg.weights else "random (no weights)"
         boards = ", ".join(f"{n}x{n}" for n in cfg.board_sizes)
-        t = Text()
-        t.append(" sayuri-async ", style="bold reverse")
-        t.append(f"  device {', '.join(self.devices)}  net {net}  board {boards}  "
-                 f"procs {cfg.procs * len(self.devices)}  ")
-        t.append(f"elapsed {fmt_time(agg.get('elapsed', 0.0))}", style="bold")
-        done = agg.get("finished", 0)
-        target = f"/{cfg.num_games}" if cfg.num_games else ""
+        first = Text(" sayuri-async ", style="bold reverse")
+        first.append(f"  device {', '.join(self.devices)}  net {net}  board {boards}  "
+                     f"procs {cfg.procs * len(self.devices)}")
+        second = Text("  ")
+        second.append(f"elapsed {fmt_time(agg.get('elapsed', 0.0))}", style="bold")
         load = self.recent.get("host_load", 0.0)
-        t.append(f"  load {load:.1f}/core", style="bold red" if load >= 1.0 else "")
-        t.append(f"  games {done}{target} done, {len(agg.get('games', []))} live")
+        second.append(f"  load {load:.1f}/core", style="bold red" if load >= 1.0 else "")
+        target = f"/{cfg.num_games}" if cfg.num_games else ""
+        second.append(f"  games {agg.get('finished', 0)}{target} done, {len(agg.get('games', []))} live")
         if self.settings().get("paused"):
-            t.append("  PAUSED", style="bold yellow reverse")
-        return t
+            second.append("  PAUSED", style="bold yellow reverse")
+        if first.cell_len + second.cell_len <= w:
+            return [first + second]
+        return [first, second]
 
-    def _verdict(self) -> Panel:
+    def _verdict(self, w: int) -> list[Text]:
         v = diagnose(self.recent, self.settings())
-        return Panel(Text(v.text, style=VERDICT_STYLE.get(v.kind, "")), title="verdict", title_align="left",
-                     border_style=VERDICT_STYLE.get(v.kind, ""), padding=(0, 1))
+        style = VERDICT_STYLE.get(v.kind, "")
+        words, out, cur = v.text.split(" "), [], ""
+        for word in words:  # wrap by hand, the label only on the first line
+            if cur and len(cur) + 1 + len(word) > w - 10:
+                out.append(cur)
+                cur = word
+            else:
+                cur = f"{cur} {word}" if cur else word
+        out.append(cur)
+        lines = []
+        for i, text in enumerate(out):
+            t = Text(" verdict " if i == 0 else "         ", style="bold reverse" if i == 0 else "")
+            t.append(f" {text}", style=style)
+            lines.append(t)
+        return lines
 
-    def _throughput(self) -> Table:
+    def _throughput(self, w: int) -> list[Text]:
         r, o = self.recent, self.overall
         b = self.settings().get("batch_size", self.cfg.batch_size)
-        tb = Table(title="throughput", title_justify="left", expand=True, box=None, padding=(0, 1))
-        tb.add_column("figure")
-        tb.add_column("now", justify="right")
-        tb.add_column("run", justify="right")
-        tb.add_column("last minute", no_wrap=True)
-        rows = [("nnEvals/s", "nnEvals/s"), ("nnBatches/s", "nnBatches/s"), ("games/s", "games/s"),
-                ("moves/s", "moves/s"), ("playouts/s", "playouts/s")]
-        for label, key in rows:
-            tb.add_row(label, fmt_rate(r.get(key, 0.0)), fmt_rate(o.get(key, 0.0)),
-                       Text(sparkline(self.history.series(key)), style="cyan"))
-        tb.add_row("avgBatchSize", f"{r.get('avgBatchSize', 0.0):.1f} / {b}", f"{o.get('avgBatchSize', 0.0):.1f}",
-                   Text(sparkline(self.history.series("avgBatchSize")), style="cyan"))
-        if self.cfg.cache_size:
-            tb.add_row("cache hit rate", f"{r.get('cache_hit_rate', 0.0):.0%}", f"{o.get('cache_hit_rate', 0.0):.0%}",
-                       Text(sparkline(self.history.series("cache_hit_rate")), style="cyan"))
-        else:
-            tb.add_row("cache hit rate", "off", "", Text("cache_size = 0", style="dim"))
-        return tb
+        spark_w = max(w - 40, 4)
+        lines = [Text(f"{'throughput':<16}{'now':>11}{'run':>9}   last minute", style="bold")]
 
-    def _utilization(self) -> Table:
+        def row(label: str, now: str, run: str, key: str | None) -> None:
+            t = Text(f"{label:<16}{now:>11}{run:>9}   ")
+            if key is None:
+                t.append("cache_size = 0", style="dim")
+            else:
+                t.append(sparkline(self.history.series(key), spark_w), style="cyan")
+            lines.append(t)
+
+        for key in ("nnEvals/s", "nnBatches/s", "games/s", "moves/s", "playouts/s"):
+            row(key, fmt_rate(r.get(key, 0.0)), fmt_rate(o.get(key, 0.0)), key)
+        row("avgBatchSize", f"{r.get('avgBatchSize', 0.0):.1f} / {b}", f"{o.get('avgBatchSize', 0.0):.1f}",
+            "avgBatchSize")
+        if self.cfg.cache_size:
+            row("cache hit rate", f"{r.get('cache_hit_rate', 0.0):.0%}", f"{o.get('cache_hit_rate', 0.0):.0%}",
+                "cache_hit_rate")
+        else:
+            row("cache hit rate", "off", "", None)
+        return lines
+
+    def _utilization(self, w: int) -> list[Text]:
         r = self.recent
-        tb = Table(title="utilization", title_justify="left", expand=True, box=None, padding=(0, 1))
-        tb.add_column("figure")
-        tb.add_column("", no_wrap=True)
-        tb.add_column("", justify="right")
-        who = "GPU busy (ours)" if self.on_gpu else "backend busy (ours)"
+        bw = max(min(w - 30, 30), 5)
+        lines = [Text("utilization", style="bold")]
+
+        def row(label: str, frac: float | None, tail: str, style: str = "green") -> None:
+            t = Text(f"{label:<22}")
+            if frac is not None:
+                t.append(bar(frac, bw), style=style)
+                t.append(f" {frac:4.0%}")
+            t.append(tail)
+            lines.append(t)
+
         g = r.get("gpu_busy", 0.0)
-        tb.add_row(who, Text(bar(g), style="green"), f"{g:.0%}")
+        row("GPU busy (ours)" if self.on_gpu else "backend busy (ours)", g, "")
         if self.probe.available:
             for dev, util, used, total in self.probe.read():
-                tb.add_row(f"{dev} driver", Text(bar(util), style="green"), f"{util:.0%}  mem {used:.1f}/{total:.0f} GiB")
+                row(f"{dev} driver", util, f"  mem {used:.1f}/{total:.0f} GiB")
         else:
-            tb.add_row("driver (NVML)", Text(self.probe.why or "n/a", style="dim"), "")
+            lines.append(Text(f"{'driver (NVML)':<22}") + Text(self.probe.why or "n/a", style="dim"))
         loops = r.get("loop_busy_procs") or [r.get("loop_busy", 0.0)]
         for i, x in enumerate(loops[:8]):
-            tb.add_row(f"loop busy p{i}", Text(bar(x), style="red" if x >= 0.9 else "yellow"), f"{x:.0%}")
+            row(f"loop busy p{i}", x, "", "red" if x >= LOOP_SATURATED else "yellow")
         if len(loops) > 8:
-            tb.add_row(f"loop busy ({len(loops)} procs)", "", f"max {max(loops):.0%}")
-        tb.add_row("queue depth", f"{r.get('queue_depth', 0)} requests, {r.get('in_flight', 0)} batch(es) in flight", "")
-        tb.add_row("queue wait", f"{r.get('queue_wait_ms', 0.0):.2f} ms per request", "")
-        return tb
+            lines.append(Text(f"{f'loop busy ({len(loops)} procs)':<22}max {max(loops):.0%}"))
+        lines.append(Text(f"{'queue depth':<22}{r.get('queue_depth', 0)} requests, "
+                          f"{r.get('in_flight', 0)} batch(es) in flight"))
+        lines.append(Text(f"{'queue wait':<22}{r.get('queue_wait_ms', 0.0):.2f} ms per request"))
+        return lines
 
-    def _middle(self):
-        if self.narrow:
-            return Group(self._throughput(), self._utilization())
-        grid = Table.grid(expand=True, padding=(0, 2))
-        grid.add_column(ratio=1)
-        grid.add_column(ratio=1)
-        grid.add_row(self._throughput(), self._utilization())
-        return grid
+    def _bins(self) -> list[tuple[str, int]]:
+        b = int(self.settings().get("batch_size", 1))
+        return histogram_bins(self.recent["hist"], b) if "hist" in self.recent else []
 
-    def _batches(self) -> Table:
-        r, s = self.recent, self.settings()
-        b, p = int(s.get("batch_size", 1)), int(s.get("parallel_games", 1))
-        hist = Table(title="batch sizes (last 5 s)", title_justify="left", box=None, padding=(0, 1), expand=True)
-        hist.add_column("size", justify="right")
-        hist.add_column("", no_wrap=True)
-        hist.add_column("batches", justify="right")
-        bins = histogram_bins(r.get("hist", []), b) if "hist" in r else []
+    def _hist(self, w: int) -> list[Text]:
+        bins = self._bins()
         total = sum(n for _, n in bins) or 1
+        bw = max(min(w - 20, 24), 4)
+        lines = [Text("batch sizes (last 5 s)", style="bold")]
         for label, n in bins:
-            hist.add_row(label, Text(bar(n / total, 12), style="cyan"), str(n))
-        fl = Table(title="flush reasons", title_justify="left", box=None, padding=(0, 1), expand=True)
-        fl.add_column("reason")
-        fl.add_column("", no_wrap=True)
-        fl.add_column("share", justify="right")
-        share = r.get("flush_share", {})
+            t = Text(f"{label:>9} ")
+            t.append(bar(n / total, bw), style="cyan")
+            t.append(f" {n:>7}")
+            lines.append(t)
+        return lines
+
+    def _hist_line(self, w: int) -> Text:
+        bins = self._bins()
+        total = sum(n for _, n in bins) or 1
+        t = Text("batch sizes: ", style="bold")
+        for label, n in bins:
+            t.append(f"{label}:", style="dim")
+            t.append(f"{n / total:.0%} ")
+        return t
+
+    def _flush(self, w: int) -> list[Text]:
+        share = self.recent.get("flush_share", {})
+        bw = max(min(w - 20, 24), 4)
+        lines = [Text("flush reasons", style="bold")]
         for key, label in (("full", "full"), ("waiting", "all waiting"), ("timeout", "timeout")):
             x = share.get(key, 0.0)
-            fl.add_row(label, Text(bar(x, 12), style="magenta"), f"{x:.0%}")
-        st = Table(title="settings", title_justify="left", box=None, padding=(0, 1), expand=True)
-        st.add_column("")
-        st.add_column("", justify="right")
-        want = GAMES_PER_BATCH * b
-        ok = p >= want
-        st.add_row("batch_size", str(b))
-        st.add_row("parallel_games", Text(str(p), style="green" if ok else "yellow"))
-        st.add_row("rule of thumb", Text(f"{GAMES_PER_BATCH} x batch_size = {want}", style="" if ok else "yellow"))
-        st.add_row("timeout_ms", f"{float(s.get('timeout_ms', 0.0)):g}")
-        st.add_row("per process", f"{self.cfg.procs * len(self.devices)} process(es)")
-        grid = Table.grid(expand=True, padding=(0, 2))
-        if self.narrow:
-            line = Text("batch sizes: ")
-            for label, n in bins:
-                line.append(f"{label}:", style="dim")
-                line.append(f"{n / total:.0%} ")
-            grid.add_column(ratio=1)
-            grid.add_column(ratio=1)
-            grid.add_row(fl, st)
-            return Group(grid, line)
-        for _ in range(3):
-            grid.add_column(ratio=1)
-        grid.add_row(hist, fl, st)
-        return grid
+            t = Text(f"{label:<12}")
+            t.append(bar(x, bw), style="magenta")
+            t.append(f" {x:4.0%}")
+            lines.append(t)
+        return lines
 
-    def _footer(self) -> Text:
-        t = Text()
+    def _settings(self, w: int) -> list[Text]:
+        s = self.settings()
+        b, p = int(s.get("batch_size", 1)), int(s.get("parallel_games", 1))
+        want = GAMES_PER_BATCH * b
+        warn = "" if p >= want else "yellow"
+        return [
+            Text("settings (per process)", style="bold"),
+            Text(f"{'batch_size':<16}{b:>8}"),
+            Text(f"{'parallel_games':<16}") + Text(f"{p:>8}", style=warn or "green"),
+            Text(f"{'rule of thumb':<16}", style=warn) + Text(f"{GAMES_PER_BATCH} x batch_size = {want}", style=warn),
+            Text(f"{'timeout_ms':<16}{float(s.get('timeout_ms', 0.0)):>8g}"),
+            Text(f"{'processes':<16}{self.cfg.procs * len(self.devices):>8}"),
+        ]
+
+    def _footer(self, w: int) -> list[Text]:
+        lines, t = [], Text()
         for key, what in HELP:
-            t.append(f" {key} ", style="bold reverse")
-            t.append(f" {what}  ")
-        t.append("\n selected: ")
+            item = Text(f" {key} ", style="bold reverse") + Text(f" {what}  ")
+            if t.cell_len + item.cell_len > w:
+                lines.append(t)
+                t = Text()
+            t.append_text(item)
+        lines.append(t)
+        t = Text(" selected: ")
         for f in FIELDS:
             t.append(f" {f} ", style="bold reverse cyan" if f == self.keys.selected else "dim")
         if self.keys.message:
             t.append(f"   {self.keys.message}", style="italic")
-        return t
+        lines.append(t)
+        return lines
 
-    def _games(self, rows: int) -> Table:
+    def _games(self, w: int, rows: int) -> list[Text]:
         games = sorted(self.agg.get("games", []), key=lambda g: -g.get("move", 0))
-        groups = max(1, min(4, self.console.width // 38))
-        shown = games[:rows * groups]
-        tb = Table(title=f"games in progress ({len(games)})", title_justify="left", box=None, padding=(0, 1))
         multi = len(self.cfg.board_sizes) > 1
-        for _ in range(groups):
-            if multi:
-                tb.add_column("size", justify="right", style="dim")
-            tb.add_column("move", justify="right")
-            tb.add_column("playouts", justify="right")
-            tb.add_column("value", justify="right")
-            tb.add_column(" ")
+        cell = 32 if multi else 26
+        groups = max(1, min(4, w // cell))
+        shown = games[:rows * groups]
         nrows = (len(shown) + groups - 1) // groups
+        head = ("size " if multi else "") + " move playouts  value"
+        lines = [Text(f"games in progress ({len(games)})"
+                      + (f", the {len(shown)} longest shown" if len(shown) < len(games) else ""), style="bold"),
+                 Text("".join(f"{head:<{cell}}" for _ in range(groups)), style="dim")]
         for i in range(nrows):
-            cells: list = []
+            t = Text()
             for gi in range(groups):
                 k = gi * nrows + i
-                if k < len(shown):
-                    g = shown[k]
-                    v = float(g.get("value", 0.0))
-                    if multi:
-                        cells.append(f"{g.get('size', 0)}")
-                    cells += [str(g.get("move", 0)), str(g.get("playouts", 0)),
-                              Text(f"{v:.2f}", style="green" if v > 0.6 else "red" if v < 0.4 else ""), ""]
-                else:
-                    cells += [""] * (5 if multi else 4)
-            tb.add_row(*cells)
-        if len(games) > len(shown):
-            tb.caption = f"and {len(games) - len(shown)} more"
-        return tb
+                if k >= len(shown):
+                    break
+                g = shown[k]
+                v = float(g.get("value", 0.0))
+                t.append((f"{g.get('size', 0):>4} " if multi else "") + f"{g.get('move', 0):>5} {g.get('playouts', 0):>8}  ")
+                t.append(f"{v:5.2f}", style="green" if v > 0.6 else "red" if v < 0.4 else "")
+                t.append(" " * (cell - (26 if multi else 21)))
+            lines.append(t)
+        return lines
+
+
+def hjoin(blocks: list[list[Text]], widths: list[int]) -> list[Text]:
+    """Blocks of lines side by side, each padded or cropped to its width."""
+    out = []
+    for i in range(max(len(b) for b in blocks)):
+        line = Text()
+        for block, w in zip(blocks, widths):
+            part = block[i].copy() if i < len(block) else Text()
+            part.truncate(w, overflow="crop", pad=True)
+            line.append_text(part)
+        out.append(line)
+    return out
