@@ -13,8 +13,9 @@ ceiling    the forward-pass figures measured on an H200
            percentage of the ceiling's ``bf16graph`` row for the same net,
            board and batch, where it has one.
 encoder    microseconds per position of the compiled encoder, called from
-           compiled code over 4096 positions from random games (the way the
-           search calls it), and from Python one position at a time.
+           compiled code for a batch of 256 positions from random games into
+           one buffer (the way the search fills a batcher buffer), and from
+           Python one position at a time.
 
 Usage: ``python tools/bench_infer.py --blocks 6 --channels 96 --board 9
 --seconds 2``. The last line printed is one JSON object with every figure.
@@ -55,18 +56,23 @@ def random_positions(n: int, count: int, seed: int = 0) -> np.ndarray:
     return np.concatenate(recs)
 
 
-def bench_encoder(name: str, n: int, positions: int = 256, reps: int = 7) -> dict:
+def bench_encoder(name: str, n: int, positions: int = 256, batch: int = 256, reps: int = 40) -> dict:
+    """Best of ``reps`` timings of encoding a batch of ``batch`` positions
+    into one buffer (the size of a batcher buffer, cache-resident, as in
+    self-play), 10 times per timing (short timings, so some run unpreempted
+    on a shared machine)."""
     enc = get_encoder(name)
     recs = random_positions(n, positions)
-    m = 4096
-    idx = np.random.default_rng(1).integers(0, len(recs), m)
-    out = np.zeros((m, enc.planes, n, n), dtype=np.uint8)
+    idx = np.random.default_rng(1).integers(0, len(recs), batch)
+    out = np.zeros((batch, enc.planes, n, n), dtype=np.uint8)
     encode_many(enc.encode, recs, idx, out)  # compile
     best = float("inf")
+    loops = 10
     for _ in range(reps):
         t = time.perf_counter()
-        encode_many(enc.encode, recs, idx, out)
-        best = min(best, (time.perf_counter() - t) / m)
+        for _ in range(loops):
+            encode_many(enc.encode, recs, idx, out)
+        best = min(best, (time.perf_counter() - t) / (loops * batch))
     rec = recs[len(recs) // 2 : len(recs) // 2 + 1][0]
     one = out[0]
     calls = 5000
@@ -74,7 +80,7 @@ def bench_encoder(name: str, n: int, positions: int = 256, reps: int = 7) -> dic
     for _ in range(calls):
         enc.encode(rec, one)
     py = (time.perf_counter() - t) / calls
-    return {"encoder": name, "board": n, "compiled_us": best * 1e6, "python_call_us": py * 1e6}
+    return {"encoder": name, "board": n, "batch": batch, "compiled_us": best * 1e6, "python_call_us": py * 1e6}
 
 
 def bench_backend(be: TorchBackend, n: int, batches: list[int], seconds: float, max_call_s: float) -> list[dict]:
