@@ -305,8 +305,9 @@ class TorchBackend(Backend):
                         self._eager_cuda(np.zeros((b, self.planes, n, n), dtype=np.uint8))
 
     def close(self) -> None:
+        """Drop the CUDA graphs (pinned input buffers stay valid: callers may
+        still hold them)."""
         self._graphs.clear()
-        self._pinned.clear()
 
 
 class _Graph:
