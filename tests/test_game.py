@@ -71,6 +71,8 @@ def test_triple_ko_cycle_is_superko(diagram) -> None:
     # is C5's neighbour B5, not B2
     assert int(g.rec["ko"]) == B.action_to_point(9, va("B5"))
     assert B.is_simple_legal(g.rec, B.action_to_point(9, b2))
+    # B2 would bring back exactly the start position
+    assert int(B.hash_after(g.rec, B.action_to_point(9, b2))) == start_hash
     assert g.why_illegal(b2) == "superko"
     assert g.legal_actions()[b2] == 0
     with pytest.raises(IllegalMove, match="superko"):
