@@ -5,16 +5,21 @@ from __future__ import annotations
 import os
 import termios
 import time
+from dataclasses import replace
 
 import numpy as np
 from rich.console import Console
 
 from sayuri_async.infer.stats import FLUSH_REASONS, HIST_BINS
 from sayuri_async.net.backends import RandomBackend
+from sayuri_async.search.mcts import SearchConfig
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.engine import Engine
 from sayuri_async.selfplay.keys import KeyHandler, KeyReader, step_timeout
 from sayuri_async.selfplay.tui import GpuProbe, TuiReporter, histogram_bins, sparkline
+
+
+ONE_LEAF = SearchConfig(leaves_per_await=1)
 
 
 def status(t: float, evals_s: float, batch: int, games: int, *, busy: float, loop: float, pid: int = 1,
@@ -41,7 +46,7 @@ def render(rep: TuiReporter) -> str:
 
 
 def make(cfg: SelfplayConfig | None = None) -> TuiReporter:
-    cfg = cfg or SelfplayConfig(num_games=20, batch_size=32, parallel_games=64)
+    cfg = cfg or SelfplayConfig(num_games=20, batch_size=32, parallel_games=64, search=ONE_LEAF)
     return TuiReporter(cfg, console=Console(record=True, width=160, height=50), interactive=False,
                        probe=GpuProbe(["cpu"]))
 
@@ -65,14 +70,14 @@ def test_view_shows_figures_and_cpu_bound_verdict():
     assert "no CUDA device in use" in text  # NVML line degrades
     assert "loop busy p0" in text and "99%" in text
     assert "17 requests, 2 batch(es) in flight" in text and "1.50 ms per request" in text
-    assert "2 x batch_size = 64" in text
+    assert "rule of thumb         64  = 2 x batch_size" in text
     assert "all waiting" in text and "timeout" in text and "100%" in text
     assert "games in progress (6)" in text and "0.30" in text
     assert "b/B" in text and "pause/resume" in text and "quit" in text
 
 
 def test_view_starved_and_two_processes():
-    rep = make(SelfplayConfig(batch_size=32, parallel_games=24, procs=2, device="cpu"))
+    rep = make(SelfplayConfig(batch_size=32, parallel_games=24, procs=2, device="cpu", search=ONE_LEAF))
     feed(rep, lambda t: [status(t, 8000, 32, 24, busy=0.2, loop=0.5, pid=1, waiting=1.0, avg=12),
                          status(t, 8000, 32, 24, busy=0.2, loop=0.4, pid=2, waiting=1.0, avg=12)])
     text = render(rep)
@@ -96,6 +101,20 @@ def test_view_gpu_bound_on_cuda_with_fake_nvml():
     text = render(rep)
     assert "GPU-bound: GPU 98% busy" in text
     assert "GPU busy (ours)" in text and "cuda:0 driver" in text and "mem 20.5/140 GiB" in text
+
+
+def test_rule_of_thumb_counts_leaves_per_await():
+    cfg = SelfplayConfig(batch_size=32, parallel_games=24, search=SearchConfig(leaves_per_await=4))
+    rep = make(cfg)
+    feed(rep, lambda t: [status(t, 8000, 32, 24, busy=0.3, loop=0.8)])
+    text = render(rep)
+    assert "starved" not in text and "rule of thumb         16  = 2 x batch_size / leaves" in text
+    assert "leaves_per_await       4" in text
+    rep = make(replace(cfg, parallel_games=8))
+    feed(rep, lambda t: [status(t, 8000, 32, 8, busy=0.3, loop=0.6, waiting=1.0, avg=20)])
+    assert "starved: too few games: parallel_games 8 < 2 x batch_size 32 / leaves_per_await 4 = 16" in render(rep)
+    rep.press("a")
+    assert rep.update([status(6.5, 8000, 32, 8, busy=0.3, loop=0.6)]) == [{"parallel_games": 16}]
 
 
 def test_keys_return_controls_from_update():
@@ -134,7 +153,8 @@ def test_key_handler_fields_selection_and_limits():
 
 
 def test_keys_change_an_engine_settings(tmp_path):
-    cfg = SelfplayConfig(batch_size=16, parallel_games=32, timeout_ms=5.0, out=str(tmp_path), write_sgf=False)
+    cfg = SelfplayConfig(batch_size=16, parallel_games=32, timeout_ms=5.0, out=str(tmp_path), write_sgf=False,
+                         search=ONE_LEAF)
     engine = Engine(cfg, RandomBackend())
     try:
         rep = make(cfg)

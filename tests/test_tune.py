@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from sayuri_async.infer.stats import HIST_BINS
+from sayuri_async.search.mcts import SearchConfig
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.tune import (
     MeasureSpec, Point, PointMeter, Result, Sample, cv, engine_measure, grid, main, recommend, run_sweep,
@@ -17,11 +18,11 @@ from sayuri_async.selfplay.tune import (
 SPEC = MeasureSpec(warmup_s=3.0, window_s=1.0, min_windows=4, max_windows=8, cv_target=0.05)
 
 
-def known_rate(p: Point) -> float:
-    """Evals/s per process of the fake engine: peaks at batch 64 with 2x games,
-    and a second process adds 60%."""
+def known_rate(p: Point, leaves: int = 1) -> float:
+    """Evals/s per process of the fake engine: peaks at batch 64 with two
+    batches of requests in flight, and a second process adds 60%."""
     per = 1000.0 * (6.0 - 0.5 * (math.log2(p.batch_size) - 6.0) ** 2)
-    per *= min(p.parallel_games / (2 * p.batch_size), 1.0)
+    per *= min(p.parallel_games * leaves / (2 * p.batch_size), 1.0)
     return per * (1.0 + 0.6 * (p.procs - 1)) / p.procs
 
 
@@ -39,7 +40,7 @@ class FakeEngines:
     def __call__(self, cfg: SelfplayConfig, reporter) -> list[dict]:
         self.cfgs.append(cfg)
         p = Point(cfg.parallel_games, cfg.batch_size, cfg.procs)
-        rate = known_rate(p)
+        rate = known_rate(p, cfg.search.leaves_per_await)
         evals = [0.0] * cfg.procs
         t, dt = 0.0, 0.5
         statuses: list[dict] = []
@@ -73,8 +74,11 @@ class FakeEngines:
                 "games": [], "finished": 0, "chunks": 0, "positions_written": 0, "pid": 1000 + i}
 
 
-def measure_with(fake: FakeEngines, point: Point, spec: MeasureSpec = SPEC) -> Result:
-    return engine_measure(SelfplayConfig(), run=fake)(point, spec)
+ONE_LEAF = SelfplayConfig(search=SearchConfig(leaves_per_await=1))
+
+
+def measure_with(fake: FakeEngines, point: Point, spec: MeasureSpec = SPEC, base: SelfplayConfig = ONE_LEAF) -> Result:
+    return engine_measure(base, run=fake)(point, spec)
 
 
 def test_meter_excludes_warmup_and_stops_when_stable():
@@ -165,21 +169,27 @@ def test_grid_and_cv():
     assert grid(["2x", "100"], [32, 64], [1]) == [Point(64, 32), Point(100, 32), Point(128, 64), Point(100, 64)]
     assert grid(["1.5x"], [16], [1, 4]) == [Point(24, 16, 1), Point(24, 16, 4)]
     assert grid(["2x", "64"], [32], [1]) == [Point(64, 32)]  # duplicates once
+    assert grid(["2x"], [32], [1], leaves_per_await=4) == [Point(16, 32)]
+    assert grid(["3x"], [10], [1], leaves_per_await=4) == [Point(8, 10)]
     assert cv([5.0]) == 0.0 and cv([0.0, 0.0]) == math.inf and cv([9.0, 11.0]) == pytest.approx(0.1414, rel=1e-3)
 
 
 def test_main_prints_table_writes_csv_and_plot(tmp_path, capsys):
+    conf = tmp_path / "c.toml"
+    conf.write_text("[selfplay]\nboard_sizes = [9]\n[search]\nleaves_per_await = 2\n")
+    two = SelfplayConfig(search=SearchConfig(leaves_per_await=2))
     fake = FakeEngines()
-    rc = main(["--batch", "16,64", "--games", "2x", "--procs", "1,2", "--warmup", "3", "--window", "1",
-               "--out", str(tmp_path)], measure=lambda p, s: measure_with(fake, p, s))
+    rc = main(["--config", str(conf), "--batch", "16,64", "--games", "2x", "--procs", "1,2", "--warmup", "3",
+               "--window", "1", "--out", str(tmp_path)], measure=lambda p, s: measure_with(fake, p, s, two))
     out = capsys.readouterr().out
     assert rc == 0
-    assert "recommended: --procs 2 --parallel-games 128 --batch-size 64" in out
+    assert "leaves_per_await 2" in out
+    assert "recommended: --procs 2 --parallel-games 64 --batch-size 64" in out
     assert "evals/s" in out and "GPU busy" in out
     rows = list(csv.DictReader(open(tmp_path / "tune.csv")))
     assert len(rows) == 4
     top = max(rows, key=lambda r: float(r["evals_s_mean"]))
-    assert (top["procs"], top["parallel_games"], top["batch_size"]) == ("2", "128", "64")
+    assert (top["procs"], top["parallel_games"], top["batch_size"]) == ("2", "64", "64")
     assert top["stable"] == "1" and len(top["samples_evals_s"].split(";")) == 4
     try:
         import matplotlib  # noqa: F401

@@ -9,6 +9,8 @@ control     a dict the runner hands to every engine's ``control()``:
 settings    the engines' live values (``status()["settings"]``); the handler
             works on a copy so that several presses compound before the
             engines report back.
+a           sets parallel_games to the rule of thumb (``report.games_needed``:
+            2 x batch_size / leaves_per_await).
 field       a tunable setting: ``batch_size`` and ``parallel_games`` double or
             halve, ``timeout_ms`` steps along ``TIMEOUT_LADDER``.
 selected    the field ``+``/``-`` (and the up/down arrows) change; Tab or the
@@ -29,7 +31,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from .report import GAMES_PER_BATCH
+from .report import games_needed
 
 FIELDS = ("batch_size", "parallel_games", "timeout_ms")
 TIMEOUT_LADDER = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0)
@@ -39,7 +41,7 @@ HELP = [
     ("b/B", "batch_size -/+"),
     ("g/G", "parallel_games -/+"),
     ("t/T", "timeout_ms -/+"),
-    ("a", "games = 2 x batch"),
+    ("a", "games = rule of thumb"),
     ("tab +/-", "selected -/+"),
     ("p", "pause/resume"),
     ("q", "quit"),
@@ -109,9 +111,9 @@ class KeyHandler:
             self.message = f"selected {self.selected}"
             return []
         if key == "a":
-            want = min(self.max_games, GAMES_PER_BATCH * int(s.get("batch_size", 1)))
+            want = min(self.max_games, games_needed(int(s.get("batch_size", 1)), int(s.get("leaves_per_await", 1))))
             s["parallel_games"] = want
-            self.message = f"parallel_games -> {want} (2 x batch_size)"
+            self.message = f"parallel_games -> {want} (rule of thumb)"
             return [{"parallel_games": want}]
         if key in ("p", " "):
             paused = not s.get("paused", False)

@@ -18,11 +18,16 @@ History     the figures of every update over the last minute, for sparklines.
 Verdict     ``diagnose(figures, settings)``: which side limits, as a ``kind``
             (one of ``KINDS``) and a one-line text with the numbers and the
             lever to pull. ``verdict()`` returns the text alone.
-rule of thumb  ``parallel_games`` about 2 x ``batch_size``: each game has one
-            request in flight, so one batch can fill while the other runs.
+rule of thumb  enough games for two batches of requests in flight, so one
+            batch fills while the other runs: each game has up to
+            ``leaves_per_await`` requests waiting, hence ``parallel_games``
+            about 2 x ``batch_size`` / ``leaves_per_await`` (2 x batch_size
+            with one leaf per await). ``games_needed`` computes it; settings
+            dicts may carry ``leaves_per_await`` (1 when absent).
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -181,18 +186,20 @@ def diagnose(r: dict, settings: dict) -> Verdict:
     if loop >= LOOP_SATURATED and gpu < GPU_IDLE:
         return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy, GPU {gpu:.0%}: add processes (--procs) "
                                     f"or lower the search cost (playouts)")
-    if p < GAMES_PER_BATCH * b and gpu < GPU_SATURATED:
-        return Verdict("starved", f"starved: too few games: parallel_games {p} < {GAMES_PER_BATCH} x batch_size {b} "
-                                  f"= {GAMES_PER_BATCH * b}, avg batch {avg:.0f}, loop {loop:.0%}, GPU {gpu:.0%}: "
+    leaves = int(settings.get("leaves_per_await", 1) or 1)
+    need = games_needed(b, leaves)
+    if p < need and gpu < GPU_SATURATED:
+        return Verdict("starved", f"starved: too few games: parallel_games {p} < {rule_text(b, leaves)}, "
+                                  f"avg batch {avg:.0f}, loop {loop:.0%}, GPU {gpu:.0%}: "
                                   f"raise parallel_games or lower batch_size")
     if gpu >= GPU_SATURATED:
         if not full:
             return Verdict("starved", f"starved: GPU {gpu:.0%} busy on batches of {avg:.0f} of {b}: raise "
-                                      f"parallel_games (now {p}, rule of thumb {GAMES_PER_BATCH * b})")
+                                      f"parallel_games (now {p}, rule of thumb {need})")
         if b < SMALL_BATCH and loop < LOOP_SATURATED:
             return Verdict("batch too small", f"batch too small for the GPU: GPU {gpu:.0%} busy at batch {b}, "
                                               f"loop {loop:.0%}: raise batch_size with parallel_games "
-                                              f"~{GAMES_PER_BATCH} x batch_size")
+                                              f"following it (rule of thumb: {rule_text(b, leaves)})")
         return Verdict("GPU-bound", f"GPU-bound: GPU {gpu:.0%} busy, loop {loop:.0%}, batches full "
                                     f"({avg:.0f} of {b}): a smaller net or another GPU")
     if share.get("timeout", 0.0) >= 0.3 and not full:
@@ -207,8 +214,20 @@ def diagnose(r: dict, settings: dict) -> Verdict:
         return Verdict("latency-bound", f"latency-bound: loop {loop:.0%}, GPU {gpu:.0%} at "
                                         f"{r.get('nnBatches/s', 0.0):.0f} batches/s of {avg:.0f}: time goes to "
                                         f"each batch's round trip to the worker; raise batch_size (with "
-                                        f"parallel_games ~{GAMES_PER_BATCH} x) or add processes")
+                                        f"parallel_games to match) or add processes")
     return Verdict("balanced", f"balanced: loop {loop:.0%}, GPU {gpu:.0%}, avg batch {avg:.0f} of {b}")
+
+
+def games_needed(batch_size: int, leaves_per_await: int = 1) -> int:
+    """The rule of thumb: games for ``GAMES_PER_BATCH`` batches in flight."""
+    return max(1, math.ceil(GAMES_PER_BATCH * batch_size / max(leaves_per_await, 1)))
+
+
+def rule_text(batch_size: int, leaves_per_await: int = 1) -> str:
+    need = games_needed(batch_size, leaves_per_await)
+    if leaves_per_await <= 1:
+        return f"{GAMES_PER_BATCH} x batch_size {batch_size} = {need}"
+    return f"{GAMES_PER_BATCH} x batch_size {batch_size} / leaves_per_await {leaves_per_await} = {need}"
 
 
 def verdict(r: dict, settings: dict, games_live: int = 0) -> str:
@@ -232,9 +251,9 @@ def summary_lines(agg: dict, overall: dict) -> list[str]:
     return lines
 
 
-def plain_line(agg: dict, r: dict) -> str:
+def plain_line(agg: dict, r: dict, leaves_per_await: int = 1) -> str:
     """One progress line of figures and the verdict."""
-    s = agg["settings"]
+    s = {**agg["settings"], "leaves_per_await": leaves_per_await}
     return (f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
             f"evals/s {r['nnEvals/s']:8.0f}  batch {r['avgBatchSize']:5.1f}/{s['batch_size']}  "
             f"games {s['parallel_games']}  gpu {r['gpu_busy']:4.0%}  loop {r.get('loop_busy_max', r['loop_busy']):4.0%}  "
@@ -244,7 +263,12 @@ def plain_line(agg: dict, r: dict) -> str:
 class PlainReporter:
     """A line of figures every ``every`` seconds on ``stream``."""
 
-    def __init__(self, every: float = 2.0, stream=None, devices: int = 1) -> None:
+    def __init__(self, every: float = 2.0, stream=None, devices: int = 1, leaves_per_await: int | None = None) -> None:
+        if leaves_per_await is None:
+            from ..search.mcts import SearchConfig
+
+            leaves_per_await = SearchConfig().leaves_per_await
+        self.leaves = leaves_per_await
         self.every = every
         self.stream = stream or sys.stdout
         self.window = Window(devices=devices)
@@ -258,7 +282,7 @@ class PlainReporter:
             self._last = now
             r = self.window.recent()
             if r:
-                print(plain_line(agg, r), file=self.stream, flush=True)
+                print(plain_line(agg, r, self.leaves), file=self.stream, flush=True)
         return []
 
     def close(self, statuses: list[dict]) -> None:

@@ -34,7 +34,7 @@ from rich.text import Text
 
 from .config import SelfplayConfig
 from .keys import FIELDS, HELP, KeyHandler, KeyReader
-from .report import GAMES_PER_BATCH, LOOP_SATURATED, History, Window, aggregate, diagnose, summary_lines
+from .report import LOOP_SATURATED, History, Window, aggregate, diagnose, games_needed, summary_lines
 
 SPARK = "▁▂▃▄▅▆▇█"
 PENDING_S = 3.0
@@ -165,6 +165,7 @@ class TuiReporter:
         note = (f"a network's backend is built for at most {cap} (restart with a larger --batch-size to go higher)"
                 if cfg.weights else "")
         self.keys = KeyHandler(max_batch=cap, batch_cap_note=note)
+        self.leaves = max(1, int(getattr(cfg.search, "leaves_per_await", 1)))
         self.reader: KeyReader | None = None
         self.live = None
         self.agg: dict = {}
@@ -222,6 +223,7 @@ class TuiReporter:
                 del self._pending[k]
             else:
                 s[k] = v
+        s["leaves_per_await"] = self.leaves
         return s
 
     def handle(self, chars: str) -> list[dict]:
@@ -431,15 +433,17 @@ class TuiReporter:
     def _settings(self, w: int) -> list[Text]:
         s = self.settings()
         b, p = int(s.get("batch_size", 1)), int(s.get("parallel_games", 1))
-        want = GAMES_PER_BATCH * b
+        want = games_needed(b, self.leaves)
         warn = "" if p >= want else "yellow"
         return [
             Text("settings (per process)", style="bold"),
-            Text(f"{'batch_size':<16}{b:>8}"),
-            Text(f"{'parallel_games':<16}") + Text(f"{p:>8}", style=warn or "green"),
-            Text(f"{'rule of thumb':<16}", style=warn) + Text(f"{GAMES_PER_BATCH} x batch_size = {want}", style=warn),
-            Text(f"{'timeout_ms':<16}{float(s.get('timeout_ms', 0.0)):>8g}"),
-            Text(f"{'processes':<16}{self.cfg.procs * len(self.devices):>8}"),
+            Text(f"{'batch_size':<18}{b:>6}"),
+            Text(f"{'parallel_games':<18}") + Text(f"{p:>6}", style=warn or "green"),
+            Text(f"{'leaves_per_await':<18}{self.leaves:>6}"),
+            Text(f"{'rule of thumb':<18}{want:>6}  = 2 x batch_size" + (" / leaves" if self.leaves > 1 else ""),
+                 style=warn),
+            Text(f"{'timeout_ms':<18}{float(s.get('timeout_ms', 0.0)):>6g}"),
+            Text(f"{'processes':<18}{self.cfg.procs * len(self.devices):>6}"),
         ]
 
     def _footer(self, w: int) -> list[Text]:

@@ -133,8 +133,10 @@ class PointMeter:
     docstring). ``probe()`` may return the driver's utilization (0..1)."""
 
     def __init__(self, point: Point, spec: MeasureSpec, procs: int, devices: int = 1,
-                 probe: Callable[[], float | None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 probe: Callable[[], float | None] | None = None, clock: Callable[[], float] = time.monotonic,
+                 leaves_per_await: int = 1) -> None:
         self.point = point
+        self.leaves = leaves_per_await
         self.spec = spec
         self.procs = procs
         self.devices = devices
@@ -211,7 +213,7 @@ class PointMeter:
                "loop_busy_max": max(loops), "avgBatchSize": avg,
                "flush_share": {r: n / nflush for r, n in flush.items()}, "host_load": host_load(),
                "cores": os.cpu_count() or 1, "procs": len(a), "nnBatches/s": sum_batches_s}
-        settings = next(iter(b.values()))["settings"]
+        settings = {**next(iter(b.values()))["settings"], "leaves_per_await": self.leaves}
         driver = statistics.fmean(self._driver) if self._driver else None
         return Sample(evals_s, gpu, fig["loop_busy"], fig["loop_busy_max"], avg, driver,
                       diagnose(fig, settings).kind)
@@ -243,7 +245,8 @@ def engine_measure(base: SelfplayConfig, run: Callable | None = None,
         with tempfile.TemporaryDirectory(prefix="sayuri-tune-") as tmp:
             cfg = replace(base, parallel_games=point.parallel_games, batch_size=point.batch_size,
                           procs=point.procs, num_games=0, out=tmp, write_sgf=False)
-            meter = PointMeter(point, spec, procs=point.procs * len(devices), devices=len(devices), probe=probe)
+            meter = PointMeter(point, spec, procs=point.procs * len(devices), devices=len(devices), probe=probe,
+                               leaves_per_await=base.search.leaves_per_await)
             try:
                 runner(cfg, meter)
             except Exception as e:  # one bad point (out of memory, say) must not end the sweep
@@ -280,11 +283,12 @@ def recommend(results: list[Result]) -> tuple[Result | None, list[Result]]:
     return best, close
 
 
-def grid(games: list[str], batches: list[int], procs: list[int]) -> list[Point]:
-    """Points of the grid; a games token ``"2x"`` means 2 x batch_size."""
+def grid(games: list[str], batches: list[int], procs: list[int], leaves_per_await: int = 1) -> list[Point]:
+    """Points of the grid. A games token ``"Nx"`` means enough games for N
+    batches of requests in flight: N x batch_size / leaves_per_await."""
     out: list[Point] = []
     for pr, b, g in itertools.product(procs, batches, games):
-        n = int(round(float(g[:-1]) * b)) if g.endswith("x") else int(g)
+        n = math.ceil(float(g[:-1]) * b / max(leaves_per_await, 1)) if g.endswith("x") else int(g)
         p = Point(max(n, 1), b, pr)
         if p not in out:
             out.append(p)
@@ -316,7 +320,7 @@ def write_csv(results: list[Result], path: Path) -> None:
                         ";".join(f"{s.evals_s:.1f}" for s in r.samples)])
 
 
-def draw_png(results: list[Result], path: Path) -> str:
+def draw_png(results: list[Result], path: Path, leaves_per_await: int = 1) -> str:
     """Evals/s (mean, stdev bars) and GPU busy against batch_size, one line
     per (procs, games per batch). Returns what happened, in words."""
     try:
@@ -332,8 +336,8 @@ def draw_png(results: list[Result], path: Path) -> str:
     series: dict[str, list[Result]] = {}
     for r in good:
         p = r.point
-        ratio = p.parallel_games / p.batch_size
-        series.setdefault(f"procs {p.procs}, games {ratio:g} x batch", []).append(r)
+        ratio = p.parallel_games * leaves_per_await / p.batch_size
+        series.setdefault(f"procs {p.procs}, games {ratio:.3g}x (batches in flight)", []).append(r)
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
     for name, rs in sorted(series.items()):
         rs.sort(key=lambda r: r.point.batch_size)
@@ -409,7 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--playouts", type=int, help="playouts per full search")
     p.add_argument("--batch", default="16,32,64", help="batch sizes, comma-separated (default 16,32,64)")
     p.add_argument("--games", default="2x",
-                   help="parallel games per process: numbers, or Nx for N x batch_size (default 2x)")
+                   help="parallel games per process: numbers, or Nx for N batches of requests in flight, "
+                        "N x batch_size / leaves_per_await (default 2x)")
     p.add_argument("--procs", default="1", help="engine processes per device, comma-separated (default 1)")
     p.add_argument("--warmup", type=float, default=5.0, help="seconds excluded after the first batch (default 5)")
     p.add_argument("--window", type=float, default=2.0, help="seconds per measurement window (default 2)")
@@ -431,7 +436,8 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
     try:
         base = load_selfplay_config(config, {"weights": args.weights, "device": args.device,
                                              "board_sizes": args.board_sizes, "playouts": args.playouts})
-        points = grid([g.strip() for g in args.games.split(",") if g.strip()], _ints(args.batch), _ints(args.procs))
+        points = grid([g.strip() for g in args.games.split(",") if g.strip()], _ints(args.batch), _ints(args.procs),
+                      base.search.leaves_per_await)
     except (ConfigError, ValueError) as e:
         print(f"sayuri-async tune: {e}", file=sys.stderr)
         return 2
@@ -452,7 +458,8 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
                 return statistics.fmean(vals) if vals else None
         measure = engine_measure(base, probe=probe)
     net = base.weights or "random network (no weights)"
-    console.print(f"tune: {net} on {base.device}, boards {base.board_sizes}, playouts {base.playouts}; "
+    console.print(f"tune: {net} on {base.device}, boards {base.board_sizes}, playouts {base.playouts}, "
+                  f"leaves_per_await {base.search.leaves_per_await}; "
                   f"{len(points)} point(s), warm-up {spec.warmup_s:g} s, windows of {spec.window_s:g} s "
                   f"({spec.min_windows} agreeing within {spec.cv_target:.0%}, at most {spec.max_windows})",
                   highlight=False)
@@ -471,7 +478,7 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
     out = Path(args.out)
     write_csv(results, out / "tune.csv")
     console.print(f"table written to {out / 'tune.csv'}", highlight=False)
-    console.print(draw_png(results, out / "tune.png"), highlight=False)
+    console.print(draw_png(results, out / "tune.png", base.search.leaves_per_await), highlight=False)
     for line in recommendation_lines(best, close):
         console.print(line, highlight=False)
     return 0 if best is not None else 1
