@@ -212,9 +212,9 @@ def diagnose(r: dict, settings: dict) -> Verdict:
                                         f"{load:.1f} per core with {procs} engine process(es): other programs "
                                         f"take the CPU")
         return Verdict("latency-bound", f"latency-bound: loop {loop:.0%}, GPU {gpu:.0%} at "
-                                        f"{r.get('nnBatches/s', 0.0):.0f} batches/s of {avg:.0f}: time goes to "
-                                        f"each batch's round trip to the worker; raise batch_size (with "
-                                        f"parallel_games to match) or add processes")
+                                        f"{r.get('nnBatches/s', 0.0):.0f} batches/s of {avg:.0f}: the loop waits on "
+                                        f"batch round trips; keep more batches in flight (parallel_games above "
+                                        f"{need}), make them larger (batch_size) or add processes")
     return Verdict("balanced", f"balanced: loop {loop:.0%}, GPU {gpu:.0%}, avg batch {avg:.0f} of {b}")
 
 
