@@ -113,7 +113,7 @@ def test_corrupt_chunks_are_skipped_with_a_warning(tmp_path, capfd):
     _damage_data(data / "chunk-2-1-0.npz")
     cfg = tiny_config(data, tmp_path / "out")
     result = train(cfg, steps=12)
-    err = capfd.readouterr().err.replace("\n", "")
+    err = capfd.readouterr().err
     assert "chunk-1-1-0.npz" in err and "chunk-2-1-0.npz" in err
     assert result.steps == 12
     assert torch.isfinite(torch.tensor(result.losses["loss"]))
@@ -167,3 +167,31 @@ def test_cli_errors(tmp_path, capsys):
     assert "no training chunks" in capsys.readouterr().err
     assert train_main(["--config", str(good), "--out", str(tmp_path / "o"), "--resume"]) == 1
     assert "no checkpoint" in capsys.readouterr().err
+
+
+def test_cli_trains_and_auto_resumes(tmp_path, capsys):
+    data = chunks(tmp_path / "data", count=2)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"""
+[data]
+dir = "{data}"
+board_size = 7
+workers = 0
+[model]
+blocks = 1
+channels = 8
+[optim]
+batch_size = 16
+[run]
+device = "cpu"
+log_every = 1
+checkpoint_every = 2
+""")
+    out = tmp_path / "out"
+    args = ["--config", str(cfg), "--out", str(out), "--auto-resume", "--no-progress"]
+    assert train_main([*args, "--steps", "2"]) == 0  # nothing to resume: starts afresh
+    assert train_main([*args, "--steps", "4"]) == 0
+    err = capsys.readouterr().err
+    assert "resumed" in err and "ckpt-000000002.pt" in err
+    assert [int(r["step"]) for r in read_log(out)] == [1, 2, 3, 4]
+    assert (out / "weights" / "net-s000000004.safetensors").exists()

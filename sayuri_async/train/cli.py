@@ -26,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run folder for checkpoints, weights and the log; overrides [run] out")
     p.add_argument("--init", metavar="WEIGHTS", help="start from these exported weights instead of [model]")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in the run folder")
+    p.add_argument("--auto-resume", action="store_true",
+                   help="resume when the run folder has a checkpoint, else start afresh (for restarts)")
     p.add_argument("--nproc", type=int, default=1, help="local processes (one per GPU) through torchrun")
     p.add_argument("--device", help="cpu, cuda or cuda:N; overrides [run] device")
     p.add_argument("--workers", type=int, help="data-loader processes per rank; overrides [data] workers")
@@ -76,10 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"sayuri-async train: {e}", file=sys.stderr)
         return 2
+    from sayuri_async.train.checkpoint import latest_checkpoint
     from sayuri_async.train.trainer import TrainError, train
 
+    resume = args.resume or (args.auto_resume and latest_checkpoint(cfg.run.out) is not None)
     try:
-        result = train(cfg, steps=args.steps, init=args.init, resume=args.resume,
+        result = train(cfg, steps=args.steps, init=args.init, resume=resume,
                        progress=False if args.no_progress else None)
     except TrainError as e:
         print(f"sayuri-async train: {e}", file=sys.stderr)

@@ -212,7 +212,7 @@ class Trainer:
         self.console = Console(stderr=True)
         self.device = pick_device(cfg.run.device, int(os.environ.get("LOCAL_RANK", "0")))
         self.info = setup_distributed(cfg.run.backend, self.device)
-        self._say = say or (lambda text: self.console.print(text, highlight=False))
+        self._say = say or (lambda text: self.console.print(text, highlight=False, soft_wrap=True))
         self.show_progress = progress if progress is not None else (
             cfg.run.progress == "on" or (cfg.run.progress == "auto" and self.console.is_terminal))
         self.out = Path(cfg.run.out)
@@ -226,6 +226,9 @@ class Trainer:
         torch.manual_seed(cfg.run.seed)
         random.seed(cfg.run.seed)
         self.net, self.net_config = self._build_net(init if not resume else None)
+        lo, hi = self.net_config.board_size_min, self.net_config.board_size_max
+        if not lo <= cfg.data.board_size <= hi:
+            raise TrainError(f"the network plays boards {lo}..{hi}, not [data] board_size {cfg.data.board_size}")
         self.net.to(self.device)
         if cfg.run.channels_last and self.device.type == "cuda":
             self.net.to(memory_format=torch.channels_last)
@@ -476,7 +479,7 @@ class Trainer:
 
     def _warn(self, text: str) -> None:
         prefix = f"rank {self.info.rank}: " if self.info.enabled else ""
-        self.console.print(f"[yellow]warning:[/] {prefix}{text}", highlight=False)
+        self.console.print(f"[yellow]warning:[/] {prefix}{text}", highlight=False, soft_wrap=True)
 
     def _progress(self) -> tuple[Any, Any] | None:
         if not self.show_progress or self.info.rank != 0:
