@@ -129,6 +129,11 @@ def test_list_and_select_window_take_the_newest(tmp_path):
     assert [c.generation for c in chunks] == [0, 1, 2]
     assert [c.positions for c in chunks] == [40, 41, 42]
     assert len(warnings) == 1 and "chunk-3-7-0.npz" in warnings[0]
+    make_chunk(tmp_path / "data" / "chunk-4-7-0.npz", n=9, positions=30)
+    assert [c.generation for c in list_chunks(tmp_path / "data")[0]] == [0, 1, 2, 4]
+    chunks, warnings = list_chunks(tmp_path / "data", board_size=7)
+    assert [c.generation for c in chunks] == [0, 1, 2]
+    assert "left out 1 chunk(s) of other board sizes" in warnings[-1]
     picked = select_window(chunks, 50)  # newest 42 is not enough, 42 + 41 is
     assert [c.generation for c in picked] == [1, 2]
     assert select_window(chunks, 10_000) == chunks

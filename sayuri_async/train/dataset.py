@@ -74,18 +74,33 @@ def _expected(n: int, c: int, m: int) -> dict[str, tuple[tuple[int, ...], str]]:
     }
 
 
-def peek_positions(path: str | os.PathLike) -> int:
-    """Position count of a chunk from the ``action`` array's header (no decompression of data)."""
+def peek_chunk(path: str | os.PathLike) -> tuple[int, dict[str, Any]]:
+    """``(positions, meta)`` of a chunk without decompressing its arrays.
+
+    Positions come from the ``action`` array's header, meta from the small
+    ``meta`` entry; a truncated zip (its directory is at the end) fails here.
+    """
     try:
-        with zipfile.ZipFile(path) as z, z.open("action.npy") as f:
-            version = np.lib.format.read_magic(f)
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, _, _ = read(f)
-    except Exception as e:  # truncated zip, missing member, bad header
+        with zipfile.ZipFile(path) as z:
+            with z.open("action.npy") as f:
+                version = np.lib.format.read_magic(f)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, _, _ = read(f)
+            with z.open("meta.npy") as f:
+                meta = json.loads(str(np.lib.format.read_array(f, allow_pickle=False)[()]))
+    except Exception as e:  # truncated zip, missing member, bad header, bad JSON
         raise ChunkError(f"{path}: cannot read chunk header ({type(e).__name__}: {e})") from None
     if len(shape) != 1:
         raise ChunkError(f"{path}: 'action' has shape {shape}, expected [M]")
-    return int(shape[0])
+    if not isinstance(meta, dict):
+        raise ChunkError(f"{path}: 'meta' is not a JSON object")
+    return int(shape[0]), meta
+
+
+def peek_positions(path: str | os.PathLike) -> int:
+    """Position count of a chunk (see :func:`peek_chunk`)."""
+    return peek_chunk(path)[0]
 
 
 def read_chunk(path: str | os.PathLike, board_size: int | None = None,
@@ -146,27 +161,35 @@ def read_chunk(path: str | os.PathLike, board_size: int | None = None,
     return arrays
 
 
-def list_chunks(data_dir: str | os.PathLike) -> tuple[list[ChunkInfo], list[str]]:
-    """All chunks under ``data_dir`` (recursively), oldest first, and warnings.
+def list_chunks(data_dir: str | os.PathLike, board_size: int | None = None
+                ) -> tuple[list[ChunkInfo], list[str]]:
+    """Chunks under ``data_dir`` (recursively), oldest first, and warnings.
 
     Order: generation parsed from ``chunk-<generation>-...``, then modification
     time, then name. Hidden files and unreadable headers are left out (the
-    latter with a warning).
+    latter with a warning), and so are chunks of another board size when
+    ``board_size`` is given (a mixed-size data set; one note counts them).
     """
     found: list[ChunkInfo] = []
     warnings: list[str] = []
+    other_sizes = 0
     for path in sorted(Path(data_dir).rglob("*.npz")):
         if path.name.startswith("."):
             continue
         try:
-            positions = peek_positions(path)
+            positions, meta = peek_chunk(path)
             mtime = path.stat().st_mtime
         except (ChunkError, OSError) as e:
             warnings.append(f"skipping chunk: {e}")
             continue
+        if board_size is not None and meta.get("board_size") != board_size:
+            other_sizes += 1
+            continue
         m = _NAME.match(path.name)
         found.append(ChunkInfo(str(path), positions, int(m.group(1)) if m else -1, mtime))
     found.sort(key=lambda c: (c.generation, c.mtime, c.path))
+    if other_sizes:
+        warnings.append(f"left out {other_sizes} chunk(s) of other board sizes than {board_size}")
     return found, warnings
 
 

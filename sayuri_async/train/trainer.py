@@ -288,7 +288,7 @@ class Trainer:
         result: tuple[list[tuple[str, int]], list[str], str | None] = ([], [], None)
         if self.info.rank == 0:
             d = self.cfg.data
-            chunks, warnings = list_chunks(d.dir)
+            chunks, warnings = list_chunks(d.dir, d.board_size)
             total = sum(c.positions for c in chunks)
             want = window_size(total, d.window_min_positions, d.window_max_positions,
                                d.window_expand_per_position, d.window_taper_exponent)
