@@ -6,14 +6,15 @@ TuiReporter the reporter ``run_selfplay`` drives: ``update(statuses)`` every
             ~0.5 s redraws the view and returns the control dicts of the keys
             pressed since the last call; ``close(statuses)`` restores the
             terminal and prints the run's summary.
-view        ``reporter.view()``: one renderable, top to bottom: header
+view        ``reporter.view()``: one rich Text, top to bottom: header
             (devices, network, boards, processes, elapsed), verdict,
             throughput (now = last 5 s, run = since start, a sparkline of the
             last minute), utilization (GPU busy from our inference worker,
             the driver's utilization and memory through NVML when
             nvidia-ml-py is installed, event-loop busy per process, queue
             depth and wait), batches (size histogram, flush reasons, settings
-            against the rule of thumb), the keys, games in progress.
+            against the rule of thumb), games in progress, and the keys on
+            the last lines (the rest is cropped to the terminal's height).
 GpuProbe    optional NVML reader: driver utilization and memory per CUDA
             device; ``available`` is False (and the view says why) without
             nvidia-ml-py, without a driver, or on the CPU.
@@ -458,7 +459,9 @@ class TuiReporter:
         t = Text(" selected: ")
         for f in FIELDS:
             t.append(f" {f} ", style="bold reverse cyan" if f == self.keys.selected else "dim")
-        if self.keys.message:
+        if self.reader is not None and not self.reader.active:
+            t.append("   keys off: stdin is not a terminal", style="italic")
+        elif self.keys.message:
             t.append(f"   {self.keys.message}", style="italic")
         lines.append(t)
         return lines
