@@ -48,7 +48,7 @@ class SearchSection:
     c_base: float = 19652.0
     fpu_reduction: float = 0.25
     fpu_root: float = 0.0
-    node_capacity: int = 4_000_000
+    node_capacity: int = 16_000_000
     cache_size: int = 20_000
     batch_size: int = 1
     timeout_ms: float = 5.0

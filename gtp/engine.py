@@ -287,6 +287,8 @@ class Engine:
         report = (lambda: on_report(pos)) if on_report is not None else None
         await self.think(max_playouts=self.cfg.search.playouts, deadline=deadline,
                          interval_s=interval_s, on_report=report)
+        if report is not None:  # the final state of the search, before the move
+            await report()
         action = self._choose(pos)
         if action != RESIGN:
             game.play(action, color)
