@@ -113,8 +113,10 @@ def test_unstable_point_runs_max_windows_and_reports_spread():
 
 
 def test_meter_reports_interruption_and_failures():
-    res = measure_with(FakeEngines(stop_after=5.0), Point(64, 32, 1))
+    res = measure_with(FakeEngines(stop_after=7.0), Point(64, 32, 1))
     assert res.error == "interrupted" and not res.ok
+    res = measure_with(FakeEngines(stop_after=2.0), Point(64, 32, 1))
+    assert res.error == "interrupted before the first window"
 
     def broken(cfg, reporter):
         raise RuntimeError("CUDA out of memory")

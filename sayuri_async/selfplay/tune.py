@@ -118,6 +118,7 @@ class Result:
 
 
 MeasureFn = Callable[[Point, MeasureSpec], Result]
+INTERRUPTED = "interrupted"
 
 
 def cv(values: list[float]) -> float:
@@ -161,8 +162,8 @@ class PointMeter:
         return [{"stop": True}] if self.done else []
 
     def close(self, statuses: list[dict]) -> None:
-        if not self.done and not self.error:
-            self.error = "interrupted" if self.samples or self.start else "stopped before measuring"
+        if not self.done and not self.error:  # Ctrl-C, or an engine process that died
+            self.error = INTERRUPTED + ("" if self.samples else " before the first window")
 
     # ---- measuring -----------------------------------------------------
     def _advance(self) -> None:
@@ -265,7 +266,7 @@ def run_sweep(points: list[Point], measure: MeasureFn, spec: MeasureSpec,
         out.append(res)
         if on_result is not None:
             on_result(res)
-        if res.error == "interrupted":
+        if res.error.startswith(INTERRUPTED):
             break
     return out
 
