@@ -256,7 +256,8 @@ def plain_line(agg: dict, r: dict, leaves_per_await: int = 1) -> str:
     s = {**agg["settings"], "leaves_per_await": leaves_per_await}
     return (f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
             f"evals/s {r['nnEvals/s']:8.0f}  batch {r['avgBatchSize']:5.1f}/{s['batch_size']}  "
-            f"games {s['parallel_games']}  gpu {r['gpu_busy']:4.0%}  loop {r.get('loop_busy_max', r['loop_busy']):4.0%}  "
+            f"games {s['parallel_games']}  gpu {r['gpu_busy']:4.0%}  "
+            f"loop {r.get('loop_busy_max', r['loop_busy']):4.0%}  "
             f"moves/s {r['moves/s']:6.1f}  | {diagnose(r, s).text}")
 
 

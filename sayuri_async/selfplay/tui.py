@@ -485,7 +485,8 @@ class TuiReporter:
                     break
                 g = shown[k]
                 v = float(g.get("value", 0.0))
-                t.append((f"{g.get('size', 0):>4} " if multi else "") + f"{g.get('move', 0):>5} {g.get('playouts', 0):>8}  ")
+                size = f"{g.get('size', 0):>4} " if multi else ""
+                t.append(f"{size}{g.get('move', 0):>5} {g.get('playouts', 0):>8}  ")
                 t.append(f"{v:5.2f}", style="green" if v > 0.6 else "red" if v < 0.4 else "")
                 t.append(" " * (cell - (26 if multi else 21)))
             lines.append(t)
