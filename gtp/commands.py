@@ -36,7 +36,7 @@ from sayuri_async.go.game import Game, IllegalMove, handicap_actions
 from sayuri_async.go.sgf import SgfError, dump_sgf, load_sgf_file, write_text_atomic
 
 from .analysis import AnalyzeRequest, format_report, parse_analyze_args
-from .config import MAX_BOARD, MIN_BOARD, GtpConfig
+from .config import GtpConfig
 from .engine import RESIGN, Engine, Inbox
 from .protocol import Command, GtpError, failure, parse_float, parse_int, success, want_args
 
@@ -181,8 +181,9 @@ class Dispatcher:
     async def boardsize(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 1, "boardsize <size>")
         n = parse_int(args[0], "board size")
-        if not MIN_BOARD <= n <= MAX_BOARD:
-            raise GtpError(f"unacceptable size {n} (this engine plays {MIN_BOARD}..{MAX_BOARD})")
+        lo, hi = self.engine.size_range
+        if not lo <= n <= hi:
+            raise GtpError(f"unacceptable size {n} (this engine and network play {lo}..{hi})")
         self.engine.new_game(n)
         return ""
 
@@ -255,8 +256,9 @@ class Dispatcher:
             game, _ = load_sgf_file(args[0], default_komi=self.engine.game.komi)
         except SgfError as e:
             raise GtpError(f"cannot load file: {e}") from None
-        if not MIN_BOARD <= game.size <= MAX_BOARD:
-            raise GtpError(f"cannot load file: board size {game.size} is not supported")
+        lo, hi = self.engine.size_range
+        if not lo <= game.size <= hi:
+            raise GtpError(f"cannot load file: board size {game.size} is outside {lo}..{hi}")
         if move_number is not None:
             while len(game.moves) >= move_number and game.undo():
                 pass

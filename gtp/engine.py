@@ -38,7 +38,7 @@ from sayuri_async.search.mcts import Search, SearchConfig
 from sayuri_async.search.puct import cache_key
 
 from .analysis import AnalyzeRequest, MoveInfo, Report, rank_moves, wilson_lcb
-from .config import GtpConfig
+from .config import MAX_BOARD, MIN_BOARD, GtpConfig
 from .timecontrol import TimeControl
 
 RESIGN = -1
@@ -62,6 +62,15 @@ def set_komi(game: Game, komi: float) -> None:
         u.rec[0]["komi"] = komi
 
 
+def board_size_range(backend) -> tuple[int, int]:
+    """Board sizes GTP accepts: 2..25, narrowed to the range the network
+    declares in its config (``board_size_min``/``board_size_max``)."""
+    net_cfg = getattr(backend, "config", None)
+    lo = max(MIN_BOARD, int(getattr(net_cfg, "board_size_min", MIN_BOARD)))
+    hi = min(MAX_BOARD, int(getattr(net_cfg, "board_size_max", MAX_BOARD)))
+    return lo, hi
+
+
 class Engine:
     def __init__(self, cfg: GtpConfig, backend) -> None:
         self.cfg = cfg
@@ -81,6 +90,11 @@ class Engine:
         self.batcher: Batcher | None = None
         self._sig: tuple | None = None
         self._restricted = False
+        self.size_range = board_size_range(backend)
+        lo, hi = self.size_range
+        if not lo <= cfg.game.board_size <= hi:
+            raise ValueError(f"game.board_size {cfg.game.board_size} is outside {lo}..{hi}, "
+                             f"the sizes the network supports")
         self.game = Game(cfg.game.board_size, cfg.game.komi, self.rules)
         self.new_game(cfg.game.board_size)
 

@@ -148,7 +148,11 @@ def stdout_writer(stream: BinaryIO) -> Callable[[str], None]:
 
 
 async def serve(cfg: GtpConfig, backend, inp: BinaryIO, write: Callable[[str], None]) -> int:
-    engine = Engine(cfg, backend)
+    try:
+        engine = Engine(cfg, backend)
+    except ValueError as e:
+        log(str(e))
+        return 2
     try:
         await engine.warmup()
         inbox = StdinInbox(inp)
