@@ -212,7 +212,7 @@ class Trainer:
         self.console = Console(stderr=True)
         self.device = pick_device(cfg.run.device, int(os.environ.get("LOCAL_RANK", "0")))
         self.info = setup_distributed(cfg.run.backend, self.device)
-        self._say = say or (lambda text: self.console.print(text, highlight=False, soft_wrap=True))
+        self._say = say or (lambda text: self.console.print(text, markup=False, highlight=False, soft_wrap=True))
         self.show_progress = progress if progress is not None else (
             cfg.run.progress == "on" or (cfg.run.progress == "auto" and self.console.is_terminal))
         self.out = Path(cfg.run.out)
@@ -296,7 +296,7 @@ class Trainer:
             error = None if picked else f"no training chunks (*.npz) under {d.dir}"
             result = ([(c.path, c.positions) for c in picked], warnings, error)
             for w in warnings:
-                self.say(f"[yellow]warning:[/] {w}")
+                self.say(f"warning: {w}")
             if picked:
                 self.say(f"data window: {sum(c.positions for c in picked)} positions in {len(picked)} "
                          f"chunks (window rule: {want} of {total})")
@@ -330,7 +330,7 @@ class Trainer:
         self.averager.load_state_dict(state["average"])
         self.step, self.samples = int(state["step"]), int(state["samples"])
         if state["schedule"] != self.sched.to_dict():
-            self.say("[yellow]note:[/] the schedule differs from the checkpoint's; the new one applies "
+            self.say("note: the schedule differs from the checkpoint's; the new one applies "
                      f"from step {self.step}")
         ranks = state["ranks"]
         data = state["data"]
@@ -345,7 +345,7 @@ class Trainer:
         else:
             later = 1 + max((int(v[0]) for r in ranks for v in r["positions"].values()), default=0)
             start = {s: (later, 0, 0) for s in range(self.info.world * max(self.cfg.data.workers, 1))}
-            self.say("[yellow]note:[/] ranks or workers changed since the checkpoint; data restarts at "
+            self.say("note: ranks or workers changed since the checkpoint; data restarts at "
                      f"pass {later}, so the run is no longer bit-for-bit the uninterrupted one")
         self.say(f"resumed {path} at step {self.step} ({self.samples} samples)")
         return start
@@ -463,7 +463,7 @@ class Trainer:
                     sums.zero_()
                     count, wait, t_mark, mark_samples = 0, 0.0, now, self.samples
                 if bar is not None:
-                    bar[0].update(bar[1], completed=self.step)
+                    bar[0].update(bar[1], completed=self.step, lr=f"{lr:.3g}")
                 if self.step % run.export_every == 0 or last:
                     result.export = self.export(result.losses)
                 if self.step % run.checkpoint_every == 0 or last:
@@ -479,7 +479,8 @@ class Trainer:
 
     def _warn(self, text: str) -> None:
         prefix = f"rank {self.info.rank}: " if self.info.enabled else ""
-        self.console.print(f"[yellow]warning:[/] {prefix}{text}", highlight=False, soft_wrap=True)
+        self.console.print(f"warning: {prefix}{text}", style="yellow", markup=False, highlight=False,
+                           soft_wrap=True)
 
     def _progress(self) -> tuple[Any, Any] | None:
         if not self.show_progress or self.info.rank != 0:
