@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from sayuri_async.infer.stats import HIST_BINS
 from sayuri_async.search.mcts import SearchConfig
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.tune import (
-    MeasureSpec, Point, PointMeter, Result, Sample, cv, engine_measure, grid, main, recommend, run_sweep,
+    MeasureSpec, Point, PointMeter, Result, Sample, cv, draw_png, engine_measure, grid, main, recommend, run_sweep,
 )
 
 SPEC = MeasureSpec(warmup_s=3.0, window_s=1.0, min_windows=4, max_windows=8, cv_target=0.05)
@@ -206,3 +207,10 @@ def test_main_rejects_bad_arguments(capsys):
     assert main(["--min-windows", "1"], measure=lambda p, s: Result(p)) == 2
     assert main(["--batch", "8", "--out", "/tmp/sayuri-tune-none"], measure=lambda p, s: Result(p, error="boom")) == 1
     assert "no recommendation" in capsys.readouterr().out
+
+
+def test_png_is_skipped_without_matplotlib(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    res = measure_with(FakeEngines(), Point(64, 32, 1))
+    msg = draw_png([res], tmp_path / "t.png")
+    assert "matplotlib is not installed" in msg and "skipped" in msg and not (tmp_path / "t.png").exists()
