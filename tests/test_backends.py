@@ -135,6 +135,14 @@ def test_warmup_and_random_max_batch() -> None:
     check_output(rb.run(np.zeros((6, 25, 9, 9), dtype=np.uint8)), 6, 9)
 
 
+def test_bad_dtype_and_device() -> None:
+    with pytest.raises(ValueError, match="dtype"):
+        TorchBackend(tiny_net(), dtype="int7")
+    if not CUDA:
+        with pytest.raises(RuntimeError, match="CUDA"):
+            TorchBackend(tiny_net(), device="cuda:0")
+
+
 def test_buckets() -> None:
     assert default_buckets(256) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
     assert default_buckets(100) == [1, 2, 4, 8, 16, 32, 64, 100]

@@ -201,8 +201,11 @@ class TorchBackend(Backend):
         if threads is not None and not self.is_cuda:
             torch.set_num_threads(int(threads))
         if isinstance(dtype, str):
-            dtype = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-                     "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}[dtype]
+            names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+                     "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+            if dtype not in names:
+                raise ValueError(f"unknown dtype {dtype!r}; one of {sorted(names)}")
+            dtype = names[dtype]
         self.dtype = dtype or (torch.bfloat16 if self.is_cuda else torch.float32)
         self.use_cuda_graphs = bool(use_cuda_graphs and self.is_cuda)
         self.buckets = sorted(set(buckets or default_buckets(self.max_batch)))
