@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 MIN_BOARD, MAX_BOARD = 2, 25
+MAX_LEAVES = 16  # search/tree.py's MAX_LEAVES
 
 
 class ConfigError(ValueError):
@@ -50,7 +51,7 @@ class SearchSection:
     fpu_root: float = 0.0
     node_capacity: int = 16_000_000
     cache_size: int = 20_000
-    batch_size: int = 1
+    leaves_per_await: int = 4
     timeout_ms: float = 5.0
     reuse_tree: bool = True
     resign_threshold: float = 0.0
@@ -106,7 +107,7 @@ class GtpConfig:
             ("search.playouts", s.playouts, 1),
             ("search.node_capacity", s.node_capacity, 10_000),
             ("search.cache_size", s.cache_size, 0),
-            ("search.batch_size", s.batch_size, 1),
+            ("search.leaves_per_await", s.leaves_per_await, 1),
             ("search.resign_min_visits", s.resign_min_visits, 0),
             ("time.min_moves_left", t.min_moves_left, 1),
             ("analysis.interval_cs", a.interval_cs, 1),
@@ -116,6 +117,8 @@ class GtpConfig:
         ):
             if value < lo:
                 raise bad(key, f"must be at least {lo}, not {value}")
+        if s.leaves_per_await > MAX_LEAVES:
+            raise bad("search.leaves_per_await", f"must be at most {MAX_LEAVES}, not {s.leaves_per_await}")
         if not 0.0 <= s.resign_threshold < 0.5:
             raise bad("search.resign_threshold", "must be in [0, 0.5)")
         if not 0.0 < t.max_move_fraction <= 1.0:

@@ -5,8 +5,9 @@ Vocabulary
 ----------
 Engine      owns the ``Game``, the ``Search`` (its tree kept between moves
             when the game only moved on), the ``Batcher`` for the current board
-            size (batches of the search's leaves, flushed at once when the
-            search waits, or by the timeout) and the clocks.
+            size (batches of the search's ``leaves_per_await`` parallel leaves,
+            flushed at once when the search waits on them, or by the timeout)
+            and the clocks.
 position    what a search looks at: the game itself, or a copy with the other
             colour to move when GTP asks for the colour not on turn (as
             ``genmove w`` with black to move does).
@@ -81,7 +82,8 @@ class Engine:
         self.rng = np.random.default_rng(None if s.seed < 0 else s.seed)
         self.search = Search(
             SearchConfig(c_init=s.c_init, c_base=s.c_base, fpu_reduction=s.fpu_reduction, fpu_root=s.fpu_root,
-                         node_capacity=s.node_capacity, reuse_tree=s.reuse_tree),
+                         node_capacity=s.node_capacity, reuse_tree=s.reuse_tree,
+                         leaves_per_await=s.leaves_per_await),
             backend.encoder,
             rng=self.rng,
         )
@@ -112,8 +114,8 @@ class Engine:
             if self.batcher is not None:
                 self.batcher.close()
             s = self.cfg.search
-            self.batcher = Batcher(self.backend, size, s.batch_size, s.timeout_ms, cache_size=s.cache_size,
-                                   executor=self.executor)
+            self.batcher = Batcher(self.backend, size, s.leaves_per_await, s.timeout_ms,
+                                   cache_size=s.cache_size, executor=self.executor)
             self.batcher.attach()
         self.drop_tree()
         self.time.reset()
@@ -232,8 +234,9 @@ class Engine:
             if max_playouts is not None:
                 k = min(k, max_playouts - spent)
             t = time.perf_counter()
+            before = s.root_visits()
             await s.playouts(ev, k)
-            spent += k
+            spent += max(1, s.root_visits() - before)  # collisions may end a round early
             per = (time.perf_counter() - t) / k
             chunk = max(1, min(MAX_CHUNK, int(CHUNK_SECONDS / max(per, 1e-7))))
             await asyncio.sleep(0)

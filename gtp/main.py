@@ -224,7 +224,7 @@ def make_engine_backend(cfg: GtpConfig):
             kw["dtype"] = cfg.net.dtype
         if cfg.net.threads:
             kw["threads"] = cfg.net.threads
-        kw["max_batch"] = max(cfg.search.batch_size, 1)
+        kw["max_batch"] = cfg.search.leaves_per_await
     seed = None if cfg.search.seed < 0 else cfg.search.seed
     return make_backend(cfg.net.weights or None, device=cfg.net.device, seed=seed, **kw)
 

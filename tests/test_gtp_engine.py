@@ -1,0 +1,153 @@
+"""The GTP engine glue in-process: tree reuse only when the game moved on,
+a full node pool during analysis, the clock budget, resignation."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from gtp.commands import Dispatcher
+from gtp.config import GtpConfig
+from gtp.engine import RESIGN, Engine
+from gtp.protocol import parse_line
+from sayuri_async.go import board as B
+from sayuri_async.go.coords import vertex_to_action
+from sayuri_async.go.game import Game
+from sayuri_async.go.sgf import set_up_position
+from sayuri_async.net.backends import make_backend
+
+
+class StopAfter:
+    """An inbox that receives a line ``seconds`` after it is made."""
+
+    def __init__(self, seconds: float) -> None:
+        self.t = time.perf_counter() + seconds
+
+    def pending(self) -> bool:
+        return time.perf_counter() >= self.t
+
+    async def wait(self, timeout: float) -> None:
+        await asyncio.sleep(max(0.0, min(timeout, self.t - time.perf_counter())))
+
+
+LOOP = asyncio.new_event_loop()  # one loop: a Batcher keeps the loop it first ran on
+
+
+def arun(coro):
+    return LOOP.run_until_complete(coro)
+
+
+def make(**search) -> tuple[Engine, Dispatcher, list[str]]:
+    cfg = GtpConfig()
+    cfg.game.board_size = 9
+    cfg.search.seed = 1
+    for k, v in search.items():
+        setattr(cfg.search, k, v)
+    engine = Engine(cfg, make_backend(None, seed=1))
+    out: list[str] = []
+    return engine, Dispatcher(engine, out.append, cfg), out
+
+
+def run(disp: Dispatcher, line: str, inbox=None) -> None:
+    arun(disp.execute(parse_line(line), inbox or StopAfter(0.0)))
+
+
+def test_tree_is_dropped_when_history_changes_at_the_same_length():
+    engine, disp, out = make(playouts=64)
+
+    async def go() -> None:
+        await engine.genmove(B.BLACK)
+        first = engine.game.moves[0][1]
+        await engine.genmove(B.WHITE)  # the tree's root: the position after black's first move
+        assert engine.search.root_visits() > 0
+        engine.game.undo()
+        engine.game.undo()
+        other = vertex_to_action("D4", 9) if first != vertex_to_action("D4", 9) else vertex_to_action("E5", 9)
+        engine.game.play(other, B.BLACK)  # same number of moves, another position
+        pos = engine.position(None)
+        engine._prepare(pos)
+        # the search starts from nothing: a stale tree would still hold the
+        # visits of the old position's children
+        assert engine.search.root_visits() == 0
+        await engine._expand_root()
+        await engine.think(max_playouts=50, deadline=None)
+        visits, _, prior = engine.search.stats(9)
+        assert visits[other] == 0 and prior[other] == 0  # the occupied point is no candidate
+        assert visits[first] > 0 or prior[first] > 0
+
+    arun(go())
+    engine.close()
+
+
+def test_tree_is_kept_when_the_game_moves_on():
+    engine, disp, out = make(playouts=200)
+
+    async def go() -> None:
+        await engine.genmove(B.BLACK)
+        played = engine.game.moves[-1][1]
+        kept = int(engine.search.stats(9)[0][played])  # visits of the move black played
+        engine._prepare(engine.position(None))
+        assert kept > 0 and engine.search.root_visits() == kept  # its subtree is the new root
+
+    arun(go())
+    engine.close()
+
+
+def test_analysis_keeps_reporting_when_the_node_pool_is_full():
+    engine, disp, out = make(node_capacity=10_000)
+    run(disp, "lz-analyze b 5", StopAfter(1.0))
+    lines = [ln for ln in "".join(out).split("\n") if ln.startswith("info")]
+    assert engine.pool_full()
+    assert len(lines) >= 8  # about one every 50 ms
+
+    def total(line: str) -> int:
+        toks = line.split()
+        return sum(int(toks[i + 1]) for i, t in enumerate(toks) if t == "visits")
+
+    # the tree stopped growing: the last lines report the same visits
+    assert total(lines[-1]) == total(lines[-2]) == total(lines[-3]) > 0
+    assert "".join(out).endswith("\n\n")
+    engine.close()
+
+
+def test_genmove_keeps_to_the_clock():
+    engine, disp, out = make(playouts=10_000_000)
+    run(disp, "time_settings 0 1 1")  # Canadian: 1 s per move
+    t0 = time.perf_counter()
+    run(disp, "genmove b")
+    spent = time.perf_counter() - t0
+    # budget 1 * 0.95 - 0.1 = 0.85 s; allow one chunk of playouts past it
+    assert 0.6 < spent < 1.0
+    assert out[-1].startswith("= ")
+    engine.close()
+
+
+def test_resigns_a_hopeless_position():
+    engine, disp, out = make(playouts=300, resign_threshold=0.1, resign_min_visits=100)
+    # White everywhere but single-point eyes; black can only pass, and white
+    # wins by area whatever happens.
+    eyes = {"A1", "C1", "E1", "G1", "J1", "B9", "F9", "J9"}
+    game = Game(9, 7.5)
+    white = [a for a in range(81) if not any(a == vertex_to_action(v, 9) for v in eyes)]
+    set_up_position(game, [], white, B.BLACK)
+    engine.replace_game(game)
+
+    async def go() -> int:
+        return await engine.genmove(B.BLACK)
+
+    assert arun(go()) == RESIGN
+    assert engine.game.moves == []  # nothing was played
+    engine.close()
+
+
+@pytest.mark.parametrize("threshold", [0.0])
+def test_never_resigns_by_default(threshold):
+    engine, disp, out = make(playouts=100, resign_threshold=threshold)
+    eyes = {"A1", "C1", "E1", "G1", "J1", "B9", "F9", "J9"}
+    game = Game(9, 7.5)
+    white = [a for a in range(81) if not any(a == vertex_to_action(v, 9) for v in eyes)]
+    set_up_position(game, [], white, B.BLACK)
+    engine.replace_game(game)
+    assert arun(engine.genmove(B.BLACK)) == 81  # the only legal move: pass
+    engine.close()
