@@ -165,7 +165,9 @@ def test_sweep_stops_when_interrupted():
         calls.append(p)
         return Result(p, error="interrupted")
 
-    assert len(run_sweep(grid(["2x"], [8, 16], [1]), measure, SPEC)) == 1 and len(calls) == 1
+    started, done = [], []
+    results = run_sweep(grid(["2x"], [8, 16], [1]), measure, SPEC, done.append, started.append)
+    assert len(results) == 1 and calls == started == [Point(16, 8)] and done == results
 
 
 def test_grid_and_cv():

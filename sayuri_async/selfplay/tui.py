@@ -176,6 +176,7 @@ class TuiReporter:
         self._pending: dict[str, tuple[object, float]] = {}
         self._closed = False
         self._old_hook = None
+        self._changed_at = -1e9
 
     # ---- reporter protocol -------------------------------------------
     def update(self, statuses: list[dict]) -> list[dict]:
@@ -235,6 +236,7 @@ class TuiReporter:
             for k, v in c.items():
                 if k != "stop":
                     self._pending["paused" if k == "pause" else k] = (v, now)
+                    self._changed_at = now
         return controls
 
     # ---- terminal ----------------------------------------------------------
@@ -463,6 +465,9 @@ class TuiReporter:
             t.append("   keys off: stdin is not a terminal", style="italic")
         elif self.keys.message:
             t.append(f"   {self.keys.message}", style="italic")
+            settle = self.window.seconds - (time.monotonic() - self._changed_at)
+            if settle > 0:
+                t.append(f"  (the 'now' figures mix old and new settings for {settle:.0f} s more)", style="dim")
         lines.append(t)
         return lines
 

@@ -258,10 +258,13 @@ def engine_measure(base: SelfplayConfig, run: Callable | None = None,
 
 
 def run_sweep(points: list[Point], measure: MeasureFn, spec: MeasureSpec,
-              on_result: Callable[[Result], None] | None = None) -> list[Result]:
+              on_result: Callable[[Result], None] | None = None,
+              on_start: Callable[[Point], None] | None = None) -> list[Result]:
     """Measure each point in turn; an interrupted point ends the sweep."""
     out = []
     for p in points:
+        if on_start is not None:
+            on_start(p)
         res = measure(p, spec)
         out.append(res)
         if on_result is not None:
@@ -465,15 +468,23 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
                   f"({spec.min_windows} agreeing within {spec.cv_target:.0%}, at most {spec.max_windows})",
                   highlight=False)
 
+    t0 = [time.monotonic()]
+
+    def on_start(p: Point) -> None:
+        t0[0] = time.monotonic()
+        if console.is_terminal:
+            console.print(f"  {p.label():<36} measuring...", end="\r", highlight=False)
+
     def on_result(r: Result) -> None:
+        took = f"{time.monotonic() - t0[0]:5.0f} s"
         if r.ok:
             console.print(f"  {r.point.label():<36} {r.mean():9.0f} evals/s  stdev {r.stdev:7.0f}  "
                           f"GPU {r.mean('gpu_busy'):4.0%}  {len(r.samples)}/{r.windows} windows"
-                          f"{'' if r.stable else ' (unstable)'}", highlight=False)
+                          f"{'' if r.stable else ' (unstable)'}  {took}", highlight=False)
         else:
-            console.print(f"  {r.point.label():<36} failed: {r.error}", highlight=False)
+            console.print(f"  {r.point.label():<36} failed: {r.error}  {took}", highlight=False)
 
-    results = run_sweep(points, measure, spec, on_result)
+    results = run_sweep(points, measure, spec, on_result, on_start)
     best, close = recommend(results)
     console.print(results_table(results, best))
     out = Path(args.out)
