@@ -243,3 +243,14 @@ def test_other_sizes_match_reference_and_stay_inside(n: int) -> None:
         want = ref_encode(snaps, g.to_move, ref_ko(prev, snaps[-1], a, n))
         assert np.array_equal(buf[1], want)
         assert (buf[0] == 9).all() and (buf[2] == 9).all()
+
+
+def test_encode_into_matches_record_call() -> None:
+    g = Game(13)
+    for v in ["C3", "D4", "E5", "F6"]:
+        g.play_vertex(v)
+    a = np.zeros((25, 13, 13), dtype=np.uint8)
+    b = np.zeros((25, 13, 13), dtype=np.uint8)
+    ENC.encode_into(g.arr, a)
+    ENC.encode(g.rec, b)
+    assert np.array_equal(a, b) and np.array_equal(ENC(g.arr), a) and np.array_equal(ENC(g.rec), a)
