@@ -15,7 +15,8 @@ ceiling    the forward-pass figures measured on an H200
 encoder    microseconds per position of the compiled encoder, called from
            compiled code for a batch of 256 positions from random games into
            one buffer (the way the search fills a batcher buffer), and from
-           Python one position at a time.
+           Python one position at a time (``encode_into(arr)`` and with the
+           record argument).
 
 Usage: ``python tools/bench_infer.py --blocks 6 --channels 96 --board 9
 --seconds 2``. The last line printed is one JSON object with every figure.
@@ -73,14 +74,22 @@ def bench_encoder(name: str, n: int, positions: int = 256, batch: int = 256, rep
         for _ in range(loops):
             encode_many(enc.encode, recs, idx, out)
         best = min(best, (time.perf_counter() - t) / (loops * batch))
-    rec = recs[len(recs) // 2 : len(recs) // 2 + 1][0]
+    arr = recs[len(recs) // 2 : len(recs) // 2 + 1]  # (1,) board array, as Game.arr
     one = out[0]
-    calls = 5000
-    t = time.perf_counter()
-    for _ in range(calls):
-        enc.encode(rec, one)
-    py = (time.perf_counter() - t) / calls
-    return {"encoder": name, "board": n, "batch": batch, "compiled_us": best * 1e6, "python_call_us": py * 1e6}
+    enc.encode_into(arr, one)
+    calls = 2000
+    py = py_rec = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(calls):
+            enc.encode_into(arr, one)
+        py = min(py, (time.perf_counter() - t) / calls)
+        t = time.perf_counter()
+        for _ in range(calls):
+            enc.encode(arr[0], one)
+        py_rec = min(py_rec, (time.perf_counter() - t) / calls)
+    return {"encoder": name, "board": n, "batch": batch, "compiled_us": best * 1e6,
+            "python_call_us": py * 1e6, "python_record_call_us": py_rec * 1e6}
 
 
 def bench_backend(be: TorchBackend, n: int, batches: list[int], seconds: float, max_call_s: float) -> list[dict]:
@@ -160,8 +169,8 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.no_encoder:
         e = bench_encoder(args.encoder, args.board)
         result["encoder"] = e
-        print(f"encoder {e['encoder']}: {e['compiled_us']:.3f} us/position compiled, "
-              f"{e['python_call_us']:.2f} us per call from Python")
+        print(f"encoder {e['encoder']}: {e['compiled_us']:.3f} us/position compiled; from Python "
+              f"{e['python_call_us']:.2f} us per encode_into(arr), {e['python_record_call_us']:.2f} us per encode(rec)")
 
     modes = ["eager", "graph"] if device.startswith("cuda") else ["eager"]
     for mode in modes:
