@@ -175,7 +175,7 @@ class Loop:
         self.say(f"generation {st.generation}: self-play {left} games with {st.best}")
         cfg = replace(self.sp_cfg, num_games=left, out=str(self.ws.root), weights=best or "",
                       generation=st.generation, chunk_games=min(self.sp_cfg.chunk_games, left))
-        reporter = PlainReporter(every=10.0)
+        reporter = PlainReporter(every=10.0, leaves_per_await=cfg.search.leaves_per_await)
         if self.use_tui and sys.stdout.isatty():
             try:
                 from .selfplay.tui import TuiReporter

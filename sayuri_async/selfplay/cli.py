@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         if TuiReporter is not None:
             reporter = TuiReporter(cfg)
     if reporter is None:
-        reporter = PlainReporter()
+        devices = len([d for d in cfg.device.split(",") if d.strip()]) or 1
+        reporter = PlainReporter(devices=devices, leaves_per_await=cfg.search.leaves_per_await)
         net = cfg.weights or "random network (no weights)"
         print(f"self-play: {net} on {cfg.device}, boards {cfg.board_sizes}, {cfg.parallel_games} games x "
               f"{cfg.procs} proc(s), batch {cfg.batch_size}, playouts {cfg.playouts}, out {cfg.out}", flush=True)

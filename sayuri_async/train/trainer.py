@@ -202,10 +202,14 @@ class Trainer:
     checkpoint's step); ``None`` takes the schedule's ``total``. ``say`` prints
     rank 0's messages (default: to stderr through rich); ``progress`` turns the
     rich progress bar on or off (default from ``run.progress``).
+    ``refresh_window`` (with ``resume``) keeps the checkpoint's model,
+    optimizer, averages and step but picks a new replay window from the data
+    now on disk: the RL loop's next generation.
     """
 
     def __init__(self, cfg: TrainConfig, steps: int | None = None, init: str | None = None,
-                 resume: bool = False, say: Reporter | None = None, progress: bool | None = None) -> None:
+                 resume: bool = False, say: Reporter | None = None, progress: bool | None = None,
+                 refresh_window: bool = False) -> None:
         from rich.console import Console
 
         self.cfg = cfg
@@ -242,6 +246,10 @@ class Trainer:
         start: dict[int, tuple[int, int, int]] = {}
         if resume:
             start = self._resume()
+            if refresh_window:  # the RL loop's next generation: same model and optimizer, new data
+                self.window = self._choose_window()
+                start = {}
+                self.batches = 0
         else:
             self.window = self._choose_window()
         workers = cfg.data.workers
@@ -519,11 +527,13 @@ class Trainer:
 
 
 def train(cfg: TrainConfig, steps: int | None = None, init: str | None = None, resume: bool = False,
-          say: Reporter | None = None, progress: bool | None = None) -> TrainResult:
+          say: Reporter | None = None, progress: bool | None = None,
+          refresh_window: bool = False) -> TrainResult:
     """Build a :class:`Trainer`, run it, and leave the process group if it joined one."""
     joined_before = dist.is_available() and dist.is_initialized()
     try:
-        return Trainer(cfg, steps=steps, init=init, resume=resume, say=say, progress=progress).run()
+        return Trainer(cfg, steps=steps, init=init, resume=resume, say=say, progress=progress,
+                       refresh_window=refresh_window).run()
     finally:
         if not joined_before and dist.is_available() and dist.is_initialized():
             dist.destroy_process_group()
