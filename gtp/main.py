@@ -254,4 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         runner = asyncio.run
     out = sys.stdout.buffer
-    return runner(serve(cfg, backend, sys.stdin.buffer, stdout_writer(out)))
+    try:
+        return runner(serve(cfg, backend, sys.stdin.buffer, stdout_writer(out)))
+    except KeyboardInterrupt:  # Ctrl-C at a terminal: leave quietly
+        log("interrupted")
+        return 130

@@ -41,6 +41,11 @@ def test_full_game_against_gnugo():
                        name="gnugo", stderr=subprocess.DEVNULL)
     try:
         rec = play_game(engine, gnugo, size=9, komi=7.5, max_moves=400)
+        # both programs saw the same moves: they must hold the same stones
+        # (captures resolved the same way) at the end
+        for color in ("black", "white"):
+            assert set(engine.send(f"list_stones {color}").split()) == \
+                set(gnugo.send(f"list_stones {color}").split())
     finally:
         engine.close()
         gnugo.close()
