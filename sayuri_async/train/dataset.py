@@ -305,10 +305,14 @@ class ChunkStream(torch.utils.data.IterableDataset):
         return self.rank * w + (worker + self.rotation) % w
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        """Items for the data loader: ``planes`` plus all targets packed into ``targets``."""
         info = torch.utils.data.get_worker_info()
         worker = info.id if info is not None else 0
         shard = self.shard_for_worker(worker)
-        return self.iterate(shard, self.start.get(shard, (0, 0, 0)))
+        n = self.spec.board_size
+        for item in self.iterate(shard, self.start.get(shard, (0, 0, 0))):
+            yield {"planes": item["planes"], "targets": pack_targets(item, n), "shard": item["shard"],
+                   "position": item["position"], "warnings": item["warnings"]}
 
     def iterate(self, shard: int, start: Position) -> Iterator[dict[str, Any]]:
         spec = self.spec
@@ -406,6 +410,30 @@ def make_batch(block: dict[str, np.ndarray], rows: np.ndarray, syms: np.ndarray 
         "score": block["score"][rows].astype(np.float32),
         "ownership": own.reshape(b, area),
     }
+
+
+def target_layout(n: int) -> list[tuple[str, int]]:
+    """Columns of the packed ``targets`` array, in order: (name, width)."""
+    a = n * n + 1
+    return [("policy", a), ("opp_policy", a), ("wdl", 3), ("score", 1), ("ownership", n * n),
+            ("policy_mask", 1), ("opp_mask", 1)]
+
+
+def pack_targets(batch: dict[str, Any], n: int) -> np.ndarray:
+    """All targets of a batch in one float32 ``[B, W]`` array (one copy to the device, not seven)."""
+    cols = [np.asarray(batch[name], dtype=np.float32).reshape(len(batch["score"]), width)
+            for name, width in target_layout(n)]
+    return np.concatenate(cols, axis=1)
+
+
+def unpack_targets(targets: Any, n: int) -> dict[str, Any]:
+    """Views of a packed ``targets`` array (numpy or torch) by name; masks come back as 0/1 floats."""
+    out, col = {}, 0
+    for name, width in target_layout(n):
+        view = targets[:, col:col + width]
+        out[name] = view[:, 0] if width == 1 else view
+        col += width
+    return out
 
 
 def make_loader(stream: ChunkStream, pin_memory: bool, prefetch_batches: int = 4) -> torch.utils.data.DataLoader:

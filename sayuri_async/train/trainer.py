@@ -41,7 +41,7 @@ from sayuri_async.net.model import Net, NetConfig, init_weights
 from sayuri_async.train import checkpoint as ckpt
 from sayuri_async.train.config import AverageConfig, OptimConfig, TrainConfig
 from sayuri_async.train.dataset import (ChunkStream, StreamSpec, list_chunks, make_loader, select_window,
-                                        window_size)
+                                        unpack_targets, window_size)
 from sayuri_async.train.losses import LOSS_NAMES, compute_losses
 from sayuri_async.train.schedule import Schedule, ema_decay_for, resolve, to_samples
 
@@ -140,24 +140,32 @@ class Averager:
         self.state: dict[str, torch.Tensor] = {}
         if self.mode != "none":
             self.state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+        self._pairs: tuple[list[torch.Tensor], list[torch.Tensor], list[tuple[torch.Tensor, torch.Tensor]]] | None = None
+
+    def _bind(self, net: nn.Module) -> None:
+        """Pair each averaged tensor with the live one once (optimizer steps update them in place)."""
+        live = net.state_dict()
+        floats = [k for k, v in self.state.items() if v.is_floating_point()]
+        self._pairs = ([self.state[k] for k in floats], [live[k] for k in floats],
+                       [(v, live[k]) for k, v in self.state.items() if not v.is_floating_point()])
 
     @torch.no_grad()
     def update(self, net: nn.Module, step: int, samples: int) -> None:
         if self.mode == "none":
             return
-        current = net.state_dict()
         if self.mode == "ema":
             w = 1.0 - min(self.decay, (1.0 + self.count) / (10.0 + self.count))
         elif samples >= self.swa_start and step % self.swa_every == 0:
             w = 1.0 / (self.count + 1)
         else:
             return
+        if self._pairs is None:
+            self._bind(net)
         self.count += 1
-        floats = [k for k, v in self.state.items() if v.is_floating_point()]
-        torch._foreach_lerp_([self.state[k] for k in floats], [current[k].detach() for k in floats], w)
-        for k, v in self.state.items():
-            if not v.is_floating_point():
-                v.copy_(current[k])
+        averaged, live, counters = self._pairs
+        torch._foreach_lerp_(averaged, live, w)
+        for dst, src in counters:
+            dst.copy_(src)
 
     def weights(self, net: nn.Module) -> dict[str, torch.Tensor]:
         """What to export: the average, or the raw weights (no averaging, or SWA not started)."""
@@ -407,8 +415,7 @@ class Trainer:
         x = batch["planes"].to(dev, non_blocking=True).float()
         if self.cfg.run.channels_last and dev.type == "cuda":
             x = x.contiguous(memory_format=torch.channels_last)
-        targets = {k: batch[k].to(dev, non_blocking=True) for k in
-                   ("policy", "policy_mask", "opp_policy", "opp_mask", "wdl", "score", "ownership")}
+        targets = unpack_targets(batch["targets"].to(dev, non_blocking=True), self.cfg.data.board_size)
         lr = self.sched.lr_at_samples(self.samples)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
