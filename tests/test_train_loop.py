@@ -195,3 +195,14 @@ checkpoint_every = 2
     assert "resumed" in err and "ckpt-000000002.pt" in err
     assert [int(r["step"]) for r in read_log(out)] == [1, 2, 3, 4]
     assert (out / "weights" / "net-s000000004.safetensors").exists()
+
+
+def test_a_window_of_only_bad_chunks_stops_with_a_clear_error(tmp_path):
+    from sayuri_async.train.trainer import TrainError
+
+    data = chunks(tmp_path / "data", count=2)
+    for p in data.iterdir():
+        _damage_data(p)
+    cfg = tiny_config(data, tmp_path / "out", data={"workers": 1})
+    with pytest.raises(TrainError, match="could be read.*chunk-0-1-0.npz"):
+        train(cfg, steps=3, say=quiet)

@@ -345,7 +345,7 @@ class ChunkStream(torch.utils.data.IterableDataset):
                     pending.clear()
                     yield item
             if rows_in_pass == 0 and first_block == 0 and first_batch == 0:
-                raise RuntimeError(
+                raise ChunkError(
                     f"data shard {shard}: none of its {len(pieces)} chunk(s) in pass {pass_index} "
                     f"could be read; {'; '.join(pending) or 'no data'}")
             pass_index, first_block, first_batch = pass_index + 1, 0, 0

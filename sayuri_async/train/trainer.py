@@ -40,7 +40,7 @@ from torch import nn
 from sayuri_async.net.model import Net, NetConfig, init_weights
 from sayuri_async.train import checkpoint as ckpt
 from sayuri_async.train.config import AverageConfig, OptimConfig, TrainConfig
-from sayuri_async.train.dataset import (ChunkStream, StreamSpec, list_chunks, make_loader, select_window,
+from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, list_chunks, make_loader, select_window,
                                         unpack_targets, window_size)
 from sayuri_async.train.losses import LOSS_NAMES, compute_losses
 from sayuri_async.train.schedule import Schedule, ema_decay_for, resolve, to_samples
@@ -455,7 +455,10 @@ class Trainer:
         try:
             while self.step < self.total_steps:
                 t0 = time.perf_counter()
-                batch = next(it)
+                try:
+                    batch = next(it)
+                except ChunkError as e:  # a reader found nothing readable at all
+                    raise TrainError(str(e)) from None
                 wait += time.perf_counter() - t0
                 self.batches += 1
                 self.positions[int(batch["shard"])] = tuple(int(v) for v in batch["position"])
