@@ -202,3 +202,9 @@ def test_augmented_batches_keep_targets_aligned_with_planes(tmp_path):
     assert np.array_equal(a["planes"].sum(axis=(2, 3)), b["planes"].sum(axis=(2, 3)))
     moved = [not np.array_equal(a["planes"][i], b["planes"][i]) for i in range(64)]
     assert sum(moved) > 40  # 7 of 8 symmetries change a random position
+
+
+def test_more_readers_than_positions_is_a_clear_error():
+    spec = _spec([("chunk-0-1-0.npz", 2)], workers=4)
+    with pytest.raises(ChunkError, match="window holds 2, too few for 4 readers"):
+        next(ChunkStream(spec).iterate(3, (0, 0, 0)))

@@ -321,6 +321,10 @@ class ChunkStream(torch.utils.data.IterableDataset):
         pass_index, first_block, first_batch = start
         while True:
             pieces = pass_pieces(spec, shard, pass_index)
+            if sum(p.positions for p in pieces) == 0:
+                total = sum(n for _, n in spec.files)
+                raise ChunkError(f"data shard {shard} gets no positions: the window holds {total}, too few "
+                                 f"for {spec.world * max(spec.workers, 1)} readers; use fewer workers")
             k = block_size(spec, pieces)
             blocks = [pieces[i:i + k] for i in range(0, len(pieces), k)]
             rows_in_pass = 0
