@@ -405,9 +405,7 @@ class Dispatcher:
         e = self.engine
         pos = e.position(req.color)
         ctx.begin()
-        e._prepare(pos)
-        await e._expand_root()
-        e.restrict_root(req.avoid, req.allow)
+        await e.begin_search(pos, req.avoid, req.allow)
         score_own = await e.root_eval(pos)
 
         async def report() -> None:

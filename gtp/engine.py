@@ -153,14 +153,14 @@ class Engine:
     def _prepare(self, pos: Game) -> None:
         sig = self._signature(pos)
         old = self._sig
-        keep = (
-            old is not None
-            and not self._restricted
-            and old[:4] == sig[:4]
-            and old[4] == sig[4]
-            and (sig[5] == old[5] and sig[6] == old[6]
-                 or len(sig[5]) == len(old[5]) + 1 and sig[5][:-1] == old[5] and sig[5][-1][0] == old[6])
-        )
+        keep = False
+        if old is not None and not self._restricted and old[:5] == sig[:5]:
+            old_moves, old_to_move = old[5], old[6]
+            moves, to_move = sig[5], sig[6]
+            same = moves == old_moves and to_move == old_to_move
+            moved_on = (len(moves) == len(old_moves) + 1 and moves[:-1] == old_moves
+                        and moves[-1][0] == old_to_move)
+            keep = same or moved_on
         if not keep:
             self.search.reset()
         self._restricted = False
@@ -168,6 +168,13 @@ class Engine:
         self._sig = sig
 
     # ---- searching -------------------------------------------------------------
+    async def begin_search(self, pos: Game, avoid: set[int] | None = None, allow: set[int] | None = None) -> None:
+        """Point the search at ``pos`` (keeping the tree when it may), make
+        sure its root is expanded, and apply root restrictions."""
+        self._prepare(pos)
+        await self._expand_root()
+        self.restrict_root(avoid or set(), allow)
+
     def pool_full(self) -> bool:
         n = self.size
         return int(self.search.ws[0]["used"]) + n * n + 1 > self.search.nodes.shape[0]
@@ -299,8 +306,7 @@ class Engine:
         pos = self.position(color)
         budget = self.time.budget(color, len(game.moves), game.size)
         deadline = None if budget is None else t0 + budget
-        self._prepare(pos)
-        await self._expand_root()
+        await self.begin_search(pos)
         report = (lambda: on_report(pos)) if on_report is not None else None
         await self.think(max_playouts=self.cfg.search.playouts, deadline=deadline,
                          interval_s=interval_s, on_report=report)
@@ -336,8 +342,7 @@ class Engine:
         first real command is not slow; the tree is dropped afterwards."""
         self.backend.warmup([self.size])
         pos = self.game
-        self._prepare(pos)
-        await self._expand_root()
+        await self.begin_search(pos)
         await self.think(max_playouts=4, deadline=None)
         req = AnalyzeRequest(style="lz")
         score, _ = await self.root_eval(pos)
