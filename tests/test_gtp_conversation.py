@@ -453,3 +453,16 @@ def test_lizzie_start_sequence(tmp_path):
     err.close()
     lines = (tmp_path / "stderr.txt").read_text().splitlines()
     assert not [ln for ln in lines if ln.lstrip().startswith(FORBIDDEN)]
+
+
+def test_the_sayuri_async_command_dispatches_gtp(tmp_path):
+    exe = Path(sys.executable).with_name("sayuri-async")
+    if not exe.exists():
+        pytest.skip("the sayuri-async script is not installed next to this Python")
+    r = subprocess.run([str(exe), "gtp", "--playouts", "8"], input=b"1 name\n2 version\nquit\n",
+                       capture_output=True, timeout=120, cwd=str(tmp_path))
+    assert r.returncode == 0
+    assert r.stdout.decode().startswith("=1 sayuri-async\n\n=2 ")
+    r = subprocess.run([str(exe), "gtp", "--config", str(tmp_path / "none.toml")], input=b"",
+                       capture_output=True, timeout=120)
+    assert r.returncode == 2 and b"none.toml" in r.stderr and r.stdout == b""
