@@ -206,3 +206,19 @@ def test_a_window_of_only_bad_chunks_stops_with_a_clear_error(tmp_path):
     cfg = tiny_config(data, tmp_path / "out", data={"workers": 1})
     with pytest.raises(TrainError, match="could be read.*chunk-0-1-0.npz"):
         train(cfg, steps=3, say=quiet)
+
+
+def test_refresh_window_keeps_the_model_and_takes_the_newest_data(tmp_path):
+    data = chunks(tmp_path / "data", count=2)  # chunk-0 and chunk-1, 96 positions each
+    out = tmp_path / "out"
+    kw = dict(data={"window_min_positions": 96, "window_max_positions": 96}, run={"checkpoint_every": 4})
+    train(tiny_config(data, out, **kw), steps=4, say=quiet)
+    first = torch.load(out / "checkpoints" / "ckpt-000000004.pt", weights_only=True)
+    assert [Path(p).name for p, _ in first["data"]["window"]] == ["chunk-1-1-0.npz"]
+    make_chunk(data / "chunk-2-1-0.npz", n=7, positions=96, seed=7)  # the next generation's games
+    train(tiny_config(data, out, **kw), steps=8, resume=True, refresh_window=True, say=quiet)
+    second = torch.load(out / "checkpoints" / "ckpt-000000008.pt", weights_only=True)
+    assert [Path(p).name for p, _ in second["data"]["window"]] == ["chunk-2-1-0.npz"]
+    assert second["step"] == 8 and second["samples"] == 8 * 32
+    assert [int(r["step"]) for r in read_log(out)] == [4, 5, 8]  # log rows continue the same run
+    assert second["data"]["seed"] != first["data"]["seed"]

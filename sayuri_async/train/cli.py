@@ -28,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in the run folder")
     p.add_argument("--auto-resume", action="store_true",
                    help="resume when the run folder has a checkpoint, else start afresh (for restarts)")
+    p.add_argument("--refresh-window", action="store_true",
+                   help="with --resume/--auto-resume: keep model, optimizer and step but take a new "
+                        "data window from the chunks now on disk (the RL loop's next generation)")
     p.add_argument("--nproc", type=int, default=1, help="local processes (one per GPU) through torchrun")
     p.add_argument("--device", help="cpu, cuda or cuda:N; overrides [run] device")
     p.add_argument("--workers", type=int, help="data-loader processes per rank; overrides [data] workers")
@@ -84,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     resume = args.resume or (args.auto_resume and latest_checkpoint(cfg.run.out) is not None)
     try:
         result = train(cfg, steps=args.steps, init=args.init, resume=resume,
+                       refresh_window=args.refresh_window,
                        progress=False if args.no_progress else None)
     except TrainError as e:
         print(f"sayuri-async train: {e}", file=sys.stderr)

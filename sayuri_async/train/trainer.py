@@ -251,20 +251,17 @@ class Trainer:
         self.batches = 0  # batches this rank consumed
         self.positions: dict[int, tuple[int, int, int]] = {}
         self.window: list[tuple[str, int]] = []
+        self.data_seed = cfg.run.seed  # seeds the data order; a refreshed window gets a new one
         start: dict[int, tuple[int, int, int]] = {}
         if resume:
-            start = self._resume()
-            if refresh_window:  # the RL loop's next generation: same model and optimizer, new data
-                self.window = self._choose_window()
-                start = {}
-                self.batches = 0
-        else:
+            start = self._resume(refresh_window)
+        if not resume or refresh_window:  # refresh: the RL loop's next generation, same model, new data
             self.window = self._choose_window()
         workers = cfg.data.workers
         self.spec = StreamSpec(
             files=tuple(self.window), board_size=cfg.data.board_size, encoder=self.net_config.encoder,
             planes=self.net_config.input_planes, batch_size=self.rank_batch,
-            shuffle_buffer=cfg.data.shuffle_buffer, seed=cfg.run.seed, world=self.info.world,
+            shuffle_buffer=cfg.data.shuffle_buffer, seed=self.data_seed, world=self.info.world,
             workers=workers, symmetries=cfg.data.symmetries)
         self.positions = dict(start)
         rotation = self.batches % max(workers, 1)
@@ -321,7 +318,12 @@ class Trainer:
             raise TrainError(error)
         return window
 
-    def _resume(self) -> dict[int, tuple[int, int, int]]:
+    def _resume(self, refresh_window: bool) -> dict[int, tuple[int, int, int]]:
+        """Load the newest checkpoint; returns the readers' start positions.
+
+        With ``refresh_window`` the data part is not restored: the caller picks
+        a new window, read from its start in an order seeded by ``seed + step``.
+        """
         path = ckpt.latest_checkpoint(self.out) if self.info.rank == 0 else None
         path = broadcast(None if path is None else str(path), self.info)
         if path is None:
@@ -350,10 +352,15 @@ class Trainer:
                      f"from step {self.step}")
         ranks = state["ranks"]
         data = state["data"]
-        self.window = [(str(p), int(n)) for p, n in data["window"]]
         mine = ranks[self.info.rank] if self.info.rank < len(ranks) else None
         if mine is not None:
             set_rng_state(mine["rng"])
+        self.say(f"resumed {path} at step {self.step} ({self.samples} samples)")
+        if refresh_window:
+            self.data_seed = self.cfg.run.seed + self.step
+            return {}
+        self.window = [(str(p), int(n)) for p, n in data["window"]]
+        self.data_seed = int(data.get("seed", self.cfg.run.seed))
         same_layout = data["world"] == self.info.world and data["workers"] == self.cfg.data.workers
         if same_layout and mine is not None:
             self.batches = int(mine["batches"])
@@ -363,7 +370,6 @@ class Trainer:
             start = {s: (later, 0, 0) for s in range(self.info.world * max(self.cfg.data.workers, 1))}
             self.say("note: ranks or workers changed since the checkpoint; data restarts at "
                      f"pass {later}, so the run is no longer bit-for-bit the uninterrupted one")
-        self.say(f"resumed {path} at step {self.step} ({self.samples} samples)")
         return start
 
     # ---------------------------------------------------------------- saving
@@ -392,7 +398,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(), "schedule": self.sched.to_dict(),
             "average": self.averager.state_dict(), "ranks": ranks,
             "data": {"window": [list(w) for w in self.window], "world": self.info.world,
-                     "workers": self.cfg.data.workers, "seed": self.cfg.run.seed},
+                     "workers": self.cfg.data.workers, "seed": self.data_seed},
             "config": self.cfg.to_dict(),
         }
         return str(ckpt.save_checkpoint(self.out, self.step, state, self.cfg.run.keep_checkpoints))
