@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from sayuri_async.train.cli import main as train_main
-from sayuri_async.train.config import from_dict
+from sayuri_async.train.config import TrainConfig, from_dict
 from sayuri_async.train.trainer import train
 from test_train_chunks import make_chunk
 
 
-def tiny_config(data_dir: Path, out_dir: Path, **sections) -> "TrainConfig":  # noqa: F821
+def tiny_config(data_dir: Path, out_dir: Path, **sections) -> TrainConfig:
     raw = {
         "data": {"dir": str(data_dir), "board_size": 7, "workers": 0, "shuffle_buffer": 256,
                  "window_min_positions": 100_000},

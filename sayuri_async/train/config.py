@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-
 from sayuri_async.configfile import ConfigError
 
 __all__ = ["ConfigError", "TrainConfig", "load_config", "from_dict", "override"]

@@ -89,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sayuri-async plot: {log}: no such log", file=sys.stderr)
         return 2
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only, never a window
     except ImportError:
         print("sayuri-async plot: matplotlib is not installed; install the optional extra with "
               "`pip install 'sayuri-async[plot]'` (or `pip install matplotlib`)", file=sys.stderr)
