@@ -116,3 +116,43 @@ def test_completed_q_uses_v_mix_for_unvisited():
     # v_mix = (v + N * q_weighted) / (1 + N) = (-0.1 + 2 * 0.5) / 3
     assert cq[1] == pytest.approx(0.3)
     assert cq[0] == 0.5
+
+
+def test_tree_is_dropped_after_undo_and_a_different_move():
+    g = Game(9)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(7))
+    ev = InstantEvaluator(9, value_fn=material)
+    res = run(s.run(g, ev, 200))
+    g.play(res.action)
+    s.sync(g)
+    kept = s.root_visits()
+    assert kept > 0  # the chosen move's subtree was reused
+    other = next(a for a in range(81) if a != res.action and res.visits[a] > 0)
+    g.undo()
+    g.play(other)  # same move count, another position
+    s.sync(g)
+    s.sync(g)
+    assert s.root_visits() == 0
+
+
+def test_restricted_root_moves_are_never_searched():
+    g = Game(9)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(8))
+    ev = InstantEvaluator(9, value_fn=material)
+    s.sync(g)
+    run(s.playout(ev))  # expand the root
+    banned = set(range(0, 81, 2))
+    assert s.restrict_root(banned)
+    run(s.playouts(ev, 200))
+    visits, _, _ = s.stats(9)
+    assert visits[sorted(banned)].sum() == 0
+    assert visits.sum() == 200  # every playout after the root's expansion went to an allowed move
+
+
+def test_komi_change_survives_undo():
+    g = Game(9, komi=7.5)
+    g.play_vertex("E5")
+    g.set_komi(0.5)
+    g.undo()
+    assert g.komi == 0.5 and float(g.rec["komi"]) == 0.5
+    assert g.score() == -0.5  # empty board: white wins by komi

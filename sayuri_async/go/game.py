@@ -113,6 +113,13 @@ class Game:
     def passes(self) -> int:
         return int(self.rec["passes"])
 
+    def set_komi(self, komi: float) -> None:
+        """Change komi for scoring now and after any undo."""
+        self.komi = float(komi)
+        self.rec["komi"] = komi
+        for u in self._undo:
+            u.rec[0]["komi"] = komi
+
     def is_over(self) -> bool:
         """Two passes in a row end the game."""
         return self.passes >= 2

@@ -103,22 +103,37 @@ class Search:
         self.nodes = new_nodes(config.node_capacity)
         self._descend = descend_for(encoder)
         self._leaves = max(1, min(int(config.leaves_per_await), MAX_LEAVES))
-        self._synced_moves = -1
+        self._root_key: tuple | None = None
         self._pv = np.zeros(64, dtype=np.int16)
         tree_reset(self.ws, self.nodes)
 
     # ---- game synchronisation -------------------------------------------
+    @staticmethod
+    def _position_key(game: Game, back: int = 0) -> tuple:
+        """What identifies a position for tree reuse: move count, stones
+        (hash), side to move and komi; ``back = 1`` describes the position
+        before the last move."""
+        moves = len(game.moves) - back
+        hashes = game.history_hashes()
+        to_move = game.to_move if back == 0 else game.moves[-1][0]
+        return (moves, int(hashes[len(hashes) - 1 - back]), to_move, float(game.komi), game.size)
+
     def sync(self, game: Game) -> None:
-        """Point the workspace at ``game``'s current position, keeping the
-        subtree of the move just played when there is one."""
+        """Point the workspace at ``game``'s current position. The tree is
+        kept when it is this position's (same stones, side, komi and move
+        count), advanced when the game went on by one move from it, and
+        dropped otherwise (undo, a new game, set-up stones)."""
         w = self.ws[0]
-        moves = len(game.moves)
+        key = self._position_key(game)
         reused = False
-        if self.cfg.reuse_tree and self._synced_moves >= 0 and moves == self._synced_moves + 1:
-            reused = advance(self.ws, self.nodes, game.moves[-1][1])
-        elif moves != self._synced_moves:
+        if self.cfg.reuse_tree and self._root_key is not None:
+            if key == self._root_key:
+                reused = True
+            elif game.moves and self._position_key(game, 1) == self._root_key:
+                reused = advance(self.ws, self.nodes, game.moves[-1][1])
+        if not reused:
             tree_reset(self.ws, self.nodes)
-        if reused and w["used"] > self.nodes.shape[0] // 2:
+        elif w["used"] > self.nodes.shape[0] // 2:
             tree_reset(self.ws, self.nodes)  # pool half used: start afresh rather than run out
         w["root"] = game.rec
         hist = game.history_hashes()
@@ -126,18 +141,32 @@ class Search:
         w["game_hash"][:k] = hist[-k:]
         w["n_game_hash"] = k
         w["max_moves"] = int(self.cfg.max_moves_factor * game.size * game.size)
-        self._synced_moves = moves
+        self._root_key = key
 
     def reset(self) -> None:
         tree_reset(self.ws, self.nodes)
-        self._synced_moves = -1
+        self._root_key = None
+
+    def restrict_root(self, actions: set[int]) -> bool:
+        """Never search the root moves in ``actions`` (analysis avoid/allow);
+        refused (False) when that would leave no move. Lasts until the tree is
+        dropped or moves on."""
+        r = self.nodes[self.root_node()]
+        first, k = int(r["first"]), int(r["nchild"])
+        kids = self.nodes[first : first + k]
+        banned = np.isin(kids["action"].astype(np.int64), np.fromiter(actions, dtype=np.int64, count=len(actions)))
+        if banned.all():
+            return False
+        kids["prior"][banned] = -1.0
+        self.nodes[self.root_node()]["ordered"] = 0
+        return True
 
     # ---- playouts ------------------------------------------------------
-    async def playout(self, ev, forced: int = -1) -> None:
+    async def playout(self, ev, forced: int = -1) -> int:
         """One descent + evaluation + backup."""
-        await self.playouts(ev, 1, forced)
+        return await self.playouts(ev, 1, forced)
 
-    async def playouts(self, ev, count: int, forced: int = -1) -> None:
+    async def playouts(self, ev, count: int, forced: int = -1) -> int:
         """``count`` playouts (all through root child ``forced`` when >= 0),
         up to ``leaves_per_await`` of them waiting on the network together.
         This loop is the Python side of the hot path: keep it lean."""
@@ -177,6 +206,7 @@ class Search:
                 finish(ws, nodes, i, out.policy, out.wdl, row)
             done += len(waiting)
         ev.counters.requests += requests
+        return done
 
     def root_node(self) -> int:
         return int(self.ws[0]["root_node"])
