@@ -81,10 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"sayuri-async train: {e}", file=sys.stderr)
         return 2
-    from sayuri_async.train.checkpoint import latest_checkpoint
     from sayuri_async.train.trainer import TrainError, train
 
-    resume = args.resume or (args.auto_resume and latest_checkpoint(cfg.run.out) is not None)
+    resume: bool | str = True if args.resume else ("auto" if args.auto_resume else False)
     try:
         result = train(cfg, steps=args.steps, init=args.init, resume=resume,
                        refresh_window=args.refresh_window,

@@ -210,13 +210,15 @@ class Trainer:
     checkpoint's step); ``None`` takes the schedule's ``total``. ``say`` prints
     rank 0's messages (default: to stderr through rich); ``progress`` turns the
     rich progress bar on or off (default from ``run.progress``).
+    ``resume = "auto"`` resumes when the run folder holds a checkpoint (rank
+    0 looks, every rank follows) and starts afresh otherwise.
     ``refresh_window`` (with ``resume``) keeps the checkpoint's model,
     optimizer, averages and step but picks a new replay window from the data
     now on disk: the RL loop's next generation.
     """
 
     def __init__(self, cfg: TrainConfig, steps: int | None = None, init: str | None = None,
-                 resume: bool = False, say: Reporter | None = None, progress: bool | None = None,
+                 resume: bool | str = False, say: Reporter | None = None, progress: bool | None = None,
                  refresh_window: bool = False) -> None:
         from rich.console import Console
 
@@ -237,6 +239,9 @@ class Trainer:
         self.total_steps = steps if steps is not None else self.sched.total_steps()
         torch.manual_seed(cfg.run.seed)
         random.seed(cfg.run.seed)
+        if resume == "auto":
+            found = ckpt.latest_checkpoint(self.out) is not None if self.info.rank == 0 else None
+            resume = bool(broadcast(found, self.info))
         self.net, self.net_config = self._build_net(init if not resume else None)
         lo, hi = self.net_config.board_size_min, self.net_config.board_size_max
         if not lo <= cfg.data.board_size <= hi:
@@ -542,7 +547,7 @@ class Trainer:
         return TrainResult(self.step, self.samples, losses, lr, speed_all, wait)
 
 
-def train(cfg: TrainConfig, steps: int | None = None, init: str | None = None, resume: bool = False,
+def train(cfg: TrainConfig, steps: int | None = None, init: str | None = None, resume: bool | str = False,
           say: Reporter | None = None, progress: bool | None = None,
           refresh_window: bool = False) -> TrainResult:
     """Build a :class:`Trainer`, run it, and leave the process group if it joined one."""
