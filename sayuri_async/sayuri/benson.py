@@ -16,7 +16,9 @@ pass-dead   a region left after the pass-alive strings and their vital
             regions are taken out in which the opponent cannot make two
             potential eyes (Sayuri's greedy test: a point with no ``c``
             neighbour and few ``c`` diagonals, two adjacent candidates
-            counting as one, enclosed holes counting as the opponent's).
+            counting as one, enclosed holes counting as the opponent's;
+            Sayuri's hole list walk skips the entry after each hole it drops
+            for touching the edge, and so does ours).
 safe area   pass-alive strings, their vital regions and pass-dead regions,
             of both colours (Sayuri's ``Board::ComputeSafeArea``).
 score area  Tromp-Taylor ownership (stones, and empty points reached by one
@@ -219,9 +221,24 @@ def pass_alive_area(rec, c: int, result) -> None:
                     if color[q] == BORDER:
                         edge[h] = True
                         break
+        # Sayuri drops holes touching the edge from its list of holes while
+        # walking it, which skips the hole after each one dropped (that one
+        # stays "inner" even when it touches the edge); done the same here.
+        keep = np.ones(nh + 1, np.bool_)
+        order = np.arange(nh + 1)
+        cnt = nh
+        i = 0
+        while i < cnt:
+            h = order[1 + i]
+            if edge[h]:
+                keep[h] = False
+                for j in range(1 + i, nh):
+                    order[j] = order[j + 1]
+                cnt -= 1
+            i += 1
         for p in range(m):
             h = holes[p]
-            inner[p] = h > 0 and not edge[h]
+            inner[p] = h > 0 and keep[h]
         if _diag_pass_dead(color, n, w, c, occ, region, rid, inner):
             for y in range(n):
                 for x in range(n):

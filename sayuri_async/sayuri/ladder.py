@@ -35,7 +35,8 @@ from numba import njit
 from ..go.board import BLACK, BORDER, EMPTY, MAX_P, NO_KO, WHITE
 
 MAX_LADDER_NODES = 2000
-MAX_DEPTH = 200
+MAX_DEPTH = 160
+SEL_WIDTH = 64  # candidate moves kept per ply (more are dropped)
 R_COLOR, R_PARENT, R_NEXT, R_LIBS, R_SIZE = 0, 1, 2, 3, 4
 
 NOT_LADDER = 0
@@ -236,7 +237,7 @@ def _string_libs(b, v: int, w: int, out, n: int) -> int:
                     if out[i] == q:
                         seen = True
                         break
-                if not seen:
+                if not seen and n < out.shape[0]:
                     out[n] = q
                     n += 1
         s = b[R_NEXT, s]
@@ -354,35 +355,61 @@ def _hunter_selections(S, K, d: int, prey: int, v: int, w: int, sel) -> tuple[in
 
 
 @njit(cache=True)
-def _search(S, K, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int, nodes) -> int:
-    """Sayuri's PreyMove (``prey_turn``: ``move`` is the hunter's move just
-    played, or none) and HunterMove (``move`` is the prey's move) on a copy
-    of level ``d``; returns _PREY or _HUNTER."""
+def _enter(S, K, SEL, NSEL, IDX, TURN, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int,
+           nodes) -> int:
+    """Start Sayuri's PreyMove (``prey_turn``; ``move`` is the hunter's move,
+    or none) or HunterMove (``move`` is the prey's) on a copy of level ``d``.
+    Returns the verdict, or _NEITHER with a frame pushed at level ``d + 1``."""
     nodes[0] += 1
     if nodes[0] >= MAX_LADDER_NODES or d + 1 >= S.shape[0]:
         return _PREY
-    m = w * w
-    _copy(S, K, d, m)
+    _copy(S, K, d, w * w)
     e = d + 1
-    sel = np.empty(8 * m + 8, np.int32)
     if prey_turn:
         if move != _NULL:
             _play(S[e], K, e, move, 3 - prey, w)
-        res, n = _prey_selections(S, K, e, prey, v, move != _NULL, w, sel)
-        if res != _NEITHER:
-            return res
-        for i in range(n):
-            if _search(S, K, e, False, sel[i], prey, v, w, nodes) == _PREY:
-                return _PREY
-        return _HUNTER
-    _play(S[e], K, e, move, prey, w)
-    res, n = _hunter_selections(S, K, e, prey, v, w, sel)
+        res, n = _prey_selections(S, K, e, prey, v, move != _NULL, w, SEL[e])
+    else:
+        _play(S[e], K, e, move, prey, w)
+        res, n = _hunter_selections(S, K, e, prey, v, w, SEL[e])
     if res != _NEITHER:
         return res
-    for i in range(n):
-        if _search(S, K, e, True, sel[i], prey, v, w, nodes) == _HUNTER:
-            return _HUNTER
-    return _PREY
+    NSEL[e] = n
+    IDX[e] = 0
+    TURN[e] = prey_turn
+    return _NEITHER
+
+
+@njit(cache=True)
+def _read(S, K, SEL, NSEL, IDX, TURN, prey: int, v: int, w: int, first: int, nodes) -> int:
+    """Read the ladder of the string at ``v`` from level 0, the prey to play
+    after the hunter's ``first`` move (or with none): _PREY or _HUNTER. An
+    explicit stack of frames (level ``e`` holds its board, candidate moves,
+    next candidate and whose turn), no recursion."""
+    r = _enter(S, K, SEL, NSEL, IDX, TURN, 0, True, first, prey, v, w, nodes)
+    if r != _NEITHER:
+        return r
+    top = 1
+    res = _NEITHER
+    while True:
+        e = top
+        if res != _NEITHER and ((TURN[e] and res == _PREY) or (not TURN[e] and res == _HUNTER)):
+            if e == 1:
+                return res
+            top -= 1
+            continue
+        if IDX[e] >= NSEL[e]:
+            res = _HUNTER if TURN[e] else _PREY
+            if e == 1:
+                return res
+            top -= 1
+            continue
+        mv = SEL[e, IDX[e]]
+        IDX[e] += 1
+        r = _enter(S, K, SEL, NSEL, IDX, TURN, e, not TURN[e], mv, prey, v, w, nodes)
+        if r == _NEITHER:
+            top = e + 1
+        res = r
 
 
 @njit(cache=True)
@@ -393,8 +420,13 @@ def ladder_map(rec, out) -> None:
     w = rec.w
     for i in range(n * n):
         out[i] = NOT_LADDER
+    D = MAX_DEPTH + 1
     S = np.empty((0, 5, MAX_P), np.int16)
-    K = np.empty(MAX_DEPTH + 1, np.int32)
+    SEL = np.empty((0, SEL_WIDTH), np.int32)
+    NSEL = np.zeros(D, np.int32)
+    IDX = np.zeros(D, np.int32)
+    TURN = np.zeros(D, np.bool_)
+    K = np.empty(D, np.int32)
     nodes = np.zeros(1, np.int64)
     libbuf = np.empty(8, np.int32)
     verdict = np.zeros(MAX_P, np.int8)  # per string head: 0 unknown, 1 ladder, 2 not
@@ -416,12 +448,13 @@ def ladder_map(rec, out) -> None:
                     verdict[g] = 2
                     continue
                 if not loaded:
-                    S = np.empty((MAX_DEPTH + 1, 5, MAX_P), np.int16)
+                    S = np.empty((D, 5, MAX_P), np.int16)
+                    SEL = np.empty((D, SEL_WIDTH), np.int32)
                     _load(rec, S, K)
                     loaded = True
                 nodes[0] = 0
                 if libs == 1:
-                    if _search(S, K, 0, True, _NULL, c, p, w, nodes) == _HUNTER:
+                    if _read(S, K, SEL, NSEL, IDX, TURN, c, p, w, _NULL, nodes) == _HUNTER:
                         _string_libs(S[0], p, w, libbuf, 0)
                         vital[nv] = libbuf[0]
                         nv += 1
@@ -430,7 +463,7 @@ def ladder_map(rec, out) -> None:
                     for i in range(k):
                         a = libbuf[i]
                         if _legal(S[0], K[0], a, 3 - c, w):
-                            if _search(S, K, 0, True, a, c, p, w, nodes) == _HUNTER:
+                            if _read(S, K, SEL, NSEL, IDX, TURN, c, p, w, a, nodes) == _HUNTER:
                                 vital[nv] = a
                                 nv += 1
                 if nv == 0:
