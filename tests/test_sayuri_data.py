@@ -1,0 +1,128 @@
+"""Sayuri training data (record version 2): records written here the way
+Sayuri writes them read back into our chunk samples; conversion produces
+chunks the trainer accepts; damaged files are reported."""
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from sayuri_async.sayuri import cli
+from sayuri_async.sayuri.data import SayuriDataError, convert, iter_records, read_sayuri_chunk
+from sayuri_async.sayuri.encoder import P_KOMI, P_NEG_KOMI, P_ONES, P_RULE
+from sayuri_async.train.dataset import read_chunk
+
+
+def hex_plane(bits: np.ndarray) -> str:
+    nn = len(bits)
+    s = "".join("%x" % (bits[i] | bits[i + 1] << 1 | bits[i + 2] << 2 | bits[i + 3] << 3)
+                for i in range(0, nn - 3, 4))
+    return s + (str(int(bits[-1])) if nn % 4 else "")
+
+
+def record(n: int, planes: np.ndarray, black: bool, policy: np.ndarray, aux: np.ndarray, own: np.ndarray,
+           result: int, komi: float = 7.5, rule: int = 0, q: float = 0.2, score: float = 3.5,
+           version: int = 2) -> str:
+    lines = [str(version), "0", str(n), str(komi), str(rule), "0.5"]
+    lines += [hex_plane(p) for p in planes]
+    lines += ["1" if black else "0", " ".join(f"{v:g}" for v in policy), " ".join(f"{v:g}" for v in aux),
+              "".join({0: "0", 1: "1", -1: "3"}[int(v)] for v in own), str(result),
+              f"{q} {q} {q} {q}", str(score), "1.5 1.5 1.5 1.5", "0.1 0.9", "0.3"]
+    assert len(lines) == 53
+    return "\n".join(lines) + "\n"
+
+
+def game_records(rng: np.random.Generator) -> tuple[str, dict]:
+    """Two consecutive 9x9 positions (black, then white after black E5) and a 7x7 one."""
+    n, nn = 9, 81
+    black = (rng.random(nn) < 0.2).astype(np.uint8)
+    white = ((rng.random(nn) < 0.2) & (black == 0)).astype(np.uint8)
+    e5 = 4 * 9 + 4
+    black[e5] = white[e5] = 0
+    p1 = np.zeros((37, nn), np.uint8)
+    p1[0], p1[1] = black, white
+    p1[30] = rng.random(nn) < 0.1  # some feature plane
+    after = black.copy()
+    after[e5] = 1
+    p2 = np.zeros((37, nn), np.uint8)
+    p2[0], p2[1], p2[2] = white, after, 0
+    p2[2, e5] = 1
+    p2[3], p2[4] = white, black
+    pol1 = np.zeros(nn + 1)
+    pol1[e5], pol1[nn] = 0.75, 0.25
+    aux1 = np.zeros(nn + 1)
+    aux1[10] = 1.0
+    own = rng.integers(-1, 2, nn)
+    pol2 = np.zeros(nn + 1)
+    pol2[nn] = 1.0
+    text = record(9, p1, True, pol1, aux1, own, 1, q=0.5) + record(9, p2, False, pol2, np.zeros(nn + 1), -own, -1,
+                                                                  score=-3.5)
+    p3 = (rng.random((37, 49)) < 0.3).astype(np.uint8)
+    pol3 = np.full(50, 1 / 50)
+    text += record(7, p3, False, pol3, pol3, np.zeros(49), 0, komi=-2.0, rule=1, score=0.0)
+    return text, {"p1": p1, "p2": p2, "p3": p3, "own": own, "pol1": pol1}
+
+
+def test_records_read_back_into_samples(tmp_path):
+    text, want = game_records(np.random.default_rng(0))
+    path = tmp_path / "data.txt.gz"
+    with gzip.open(path, "wt") as f:
+        f.write(text)
+    groups = read_sayuri_chunk(path)
+    assert sorted(groups) == [7, 9]
+    g9, g7 = groups[9], groups[7]
+    assert g9["meta"]["encoder"] == "sayuri-v3" and g9["meta"]["planes"] == 43 and g9["meta"]["games"] == 1
+    planes = np.unpackbits(g9["planes"], axis=-1, count=81)
+    assert planes.shape == (2, 43, 81)
+    np.testing.assert_array_equal(planes[0, :37], want["p1"])
+    np.testing.assert_array_equal(planes[1, :37], want["p2"])
+    assert planes[0, P_KOMI].sum() == 15 and planes[0, P_NEG_KOMI].sum() == 0  # black: +7.5
+    assert planes[1, P_NEG_KOMI].sum() == 15 and planes[1, P_KOMI].sum() == 0  # white: -7.5
+    assert planes[:, P_ONES].all() and not planes[:, P_RULE].any()
+    np.testing.assert_allclose(g9["policy"][0], want["pol1"], atol=1e-3)
+    assert list(g9["next_action"]) == [10, -1]
+    assert list(g9["action"]) == [4 * 9 + 4, -1]  # read off the next record's last-move plane
+    np.testing.assert_array_equal(g9["wdl"], [[1, 0, 0], [0, 0, 1]])
+    np.testing.assert_allclose(g9["score"], [3.5, -3.5])
+    np.testing.assert_array_equal(g9["ownership"][0], want["own"])
+    np.testing.assert_array_equal(g9["ownership"][1], -want["own"])
+    assert list(g9["to_move"]) == [1, 2] and list(g9["game"]) == [0, 0]
+    np.testing.assert_allclose(g9["root_value"], [0.75, 0.6], rtol=1e-6)
+    # the 7x7 record: white to move with black komi -2 -> +2 for white; territory rule
+    p7 = np.unpackbits(g7["planes"], axis=-1, count=49)[0]
+    np.testing.assert_array_equal(p7[:37], want["p3"])
+    assert p7[P_KOMI].sum() == 4 and p7[P_RULE].all()
+    np.testing.assert_array_equal(g7["wdl"], [[0, 1, 0]])
+    assert g7["komi"][0] == -2.0
+
+
+def test_convert_writes_chunks_the_trainer_reads(tmp_path, capsys):
+    text, _ = game_records(np.random.default_rng(1))
+    src = tmp_path / "a.txt"
+    src.write_text(text)
+    written, warnings = convert([str(src)], tmp_path / "data")
+    assert len(written) == 2 and not warnings
+    for path in written:
+        arrays = read_chunk(path, encoder="sayuri-v3", planes=43)
+        assert arrays["meta"]["board_size"] in (7, 9)
+    assert cli.data_main([str(src), "-o", str(tmp_path / "d2")]) == 0
+    assert "2 chunk(s)" in capsys.readouterr().out
+
+
+def test_damaged_data_is_reported(tmp_path):
+    text, _ = game_records(np.random.default_rng(2))
+    lines = text.splitlines(keepends=True)
+    cases = {
+        "v3.txt": ("3\n" + "".join(lines[1:]), "record 0: record version 3"),
+        "trunc.txt": ("".join(lines[:70]), "record 1: truncated"),
+        "hex.txt": ("".join(lines[:6]) + "zz" + lines[6][2:] + "".join(lines[7:]), "record 0: plane 0"),
+        "policy.txt": ("".join(lines[:44]) + "0.5 0.5\n" + "".join(lines[45:]), "record 0: policy"),
+    }
+    for name, (body, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(body)
+        with pytest.raises(SayuriDataError, match=message):
+            list(iter_records(path))
+    written, warnings = convert([str(tmp_path / "v3.txt")], tmp_path / "out")
+    assert not written and "record version 3" in warnings[0]
