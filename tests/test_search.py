@@ -156,3 +156,23 @@ def test_komi_change_survives_undo():
     g.undo()
     assert g.komi == 0.5 and float(g.rec["komi"]) == 0.5
     assert g.score() == -0.5  # empty board: white wins by komi
+
+
+def test_search_never_visits_a_superko_move_of_a_triple_ko():
+    from conftest import build_game
+    from test_game import TRIPLE_KO, play_cycle, va
+
+    g = build_game(TRIPLE_KO)
+    play_cycle(g)
+    superko = va("B2")
+    assert g.why_illegal(superko) == "superko"
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(9))
+    # a policy that puts almost everything on the superko retake
+    def policy(planes):
+        p = np.full(82, 1e-4, dtype=np.float32)
+        p[superko] = 1.0
+        return p / p.sum()
+
+    res = run(s.run(g, InstantEvaluator(9, value_fn=material, policy_fn=policy), 100))
+    assert res.visits[superko] == 0
+    assert res.action != superko and g.is_legal(res.action)

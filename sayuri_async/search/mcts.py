@@ -136,10 +136,7 @@ class Search:
         elif w["used"] > self.nodes.shape[0] // 2:
             tree_reset(self.ws, self.nodes)  # pool half used: start afresh rather than run out
         w["root"] = game.rec
-        hist = game.history_hashes()
-        k = min(len(hist), tree.MAX_GAME_POSITIONS)
-        w["game_hash"][:k] = hist[-k:]
-        w["n_game_hash"] = k
+        tree.build_game_table(self.ws, game.history_hashes())
         w["max_moves"] = int(self.cfg.max_moves_factor * game.size * game.size)
         self._root_key = key
 

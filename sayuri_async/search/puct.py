@@ -27,7 +27,8 @@ from numba import njit
 
 from ..go import board as B
 from ..go.scoring import area_map
-from .tree import PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, add_virtual_loss, backup, expand_pending
+from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, add_virtual_loss, backup,
+                   expand_pending, in_game_table)
 
 TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
 COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
@@ -100,9 +101,8 @@ def select_child(nodes, node: int, params, is_root: bool) -> int:
 
 @njit(cache=True)
 def _seen_before(w, h, depth: int) -> bool:
-    for i in range(w.n_game_hash):
-        if w.game_hash[i] == h:
-            return True
+    if in_game_table(w, h):
+        return True
     for i in range(1, depth + 1):
         if w.path_hash[i] == h:
             return True

@@ -17,7 +17,8 @@ nodes       ``[capacity]`` records of NODE_DTYPE. A node's children are
             and dropped from ``nchild``.
 workspace   ``[1]`` record of WS_DTYPE per game: the root position, a scratch
             board that each playout replays from the root, the game's position
-            hashes (superko), the paths of the leaves waiting on the network
+            hashes (superko; a hash set, so a check costs the same at move 300
+            as at move 3), the paths of the leaves waiting on the network
             (``paths[i, :depths[i] + 1]``, leaf last), the search parameters
             and the tree's bookkeeping (root node, nodes used).
 pending     a leaf gets its children (the legal moves, priors unknown) when
@@ -44,6 +45,8 @@ from ..go import board as B
 
 MAX_DEPTH = 512
 MAX_GAME_POSITIONS = 2048
+GAME_TABLE = 4096  # open-addressing set of the game's position hashes (power of two)
+TABLE_SALT = np.uint64(0x9E3779B97F4A7C15)  # stored keys are hash ^ salt, so 0 marks a free slot
 MAX_LEAVES = 16  # leaves one search may have waiting on the network at once
 PENDING = 1  # node state: children allocated, priors not yet known
 
@@ -69,11 +72,11 @@ WS_DTYPE = np.dtype(
     [
         ("root", B.BOARD_DTYPE),
         ("scratch", B.BOARD_DTYPE),
-        ("game_hash", np.uint64, (MAX_GAME_POSITIONS,)),
+        ("game_table", np.uint64, (GAME_TABLE,)),
         ("paths", np.int32, (MAX_LEAVES, MAX_DEPTH)),
         ("path_hash", np.uint64, (MAX_DEPTH,)),
         ("params", np.float64, (N_PARAMS,)),
-        ("n_game_hash", np.int32),
+        ("n_game_hash", np.int32),  # positions in game_table
         ("depths", np.int32, (MAX_LEAVES,)),
         ("root_node", np.int32),
         ("used", np.int32),
@@ -91,6 +94,37 @@ def new_workspace() -> np.ndarray:
 
 def new_nodes(capacity: int) -> np.ndarray:
     return np.zeros(capacity, dtype=NODE_DTYPE)
+
+
+@njit(cache=True)
+def build_game_table(ws, hashes) -> None:
+    """Fill the workspace's set of earlier positions from ``hashes``."""
+    w = ws[0]
+    table = w.game_table
+    mask = table.shape[0] - 1
+    for i in range(table.shape[0]):
+        table[i] = 0
+    n = min(hashes.shape[0], MAX_GAME_POSITIONS)
+    for i in range(hashes.shape[0] - n, hashes.shape[0]):
+        key = hashes[i] ^ TABLE_SALT
+        j = np.int64(key & np.uint64(mask))
+        while table[j] != 0 and table[j] != key:
+            j = (j + 1) & mask
+        table[j] = key
+    w.n_game_hash = n
+
+
+@njit(cache=True)
+def in_game_table(w, h) -> bool:
+    table = w.game_table
+    mask = table.shape[0] - 1
+    key = h ^ TABLE_SALT
+    j = np.int64(key & np.uint64(mask))
+    while table[j] != 0:
+        if table[j] == key:
+            return True
+        j = (j + 1) & mask
+    return False
 
 
 @njit(cache=True)
