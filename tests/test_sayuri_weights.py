@@ -237,3 +237,23 @@ def test_cli_import_weights(tmp_path, capsys):
     bad = _write(tmp_path, **{"Version_4": "Version 9"})
     assert cli.main([bad, "-o", str(tmp_path / "x")]) == 1
     assert "version 9" in capsys.readouterr().err
+
+
+def test_torch_backend_runs_an_imported_net(tmp_path):
+    from sayuri_async.go.board import new_board
+    from sayuri_async.net.backends import TorchBackend
+    from sayuri_async.sayuri.encoder import ENCODER
+
+    cfg = CONFIGS["v5-mixed"]
+    path = tmp_path / "net.txt"
+    write_sayuri(path, cfg, layers_for(cfg, np.random.default_rng(11)))
+    net, _ = import_sayuri(path)
+    be = TorchBackend(net, device="cpu", max_batch=4)
+    assert be.encoder == "sayuri-v3" and be.planes == 43
+    batch = np.stack([ENCODER(new_board(9)), ENCODER(new_board(9, komi=-4.0))])
+    out = be.run(batch)
+    with torch.no_grad():
+        ref = net(torch.from_numpy(batch).float())
+    np.testing.assert_allclose(out.policy, torch.softmax(ref["policy"], 1).numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(out.score, ref["score"].numpy(), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(out.wdl[0], out.wdl[1])  # komi reaches the net

@@ -39,6 +39,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from ..net.model import Net
 from .encoder import NAME as ENCODER_NAME
 from .encoder import P_KOMI, P_NEG_KOMI, P_RULE, P_SIZE, P_WAVE, PLANES
 
@@ -207,11 +208,16 @@ class Block(nn.Module):
         return activation(a, h + x)
 
 
-class SayuriNet(nn.Module):
-    """``forward(x [B, 43, N, N] sayuri-v3 planes) -> dict`` (see module doc)."""
+class SayuriNet(Net):
+    """``forward(x [B, 43, N, N] sayuri-v3 planes) -> dict`` (see module doc).
+
+    A subclass of ``Net`` only so that code written for our nets (the torch
+    backend, which reads ``config.encoder``, ``config.input_planes``,
+    ``config.short_name`` and calls ``fold_batchnorm``) takes it as it is; it
+    shares none of Net's layers (``Net.__init__`` is not run)."""
 
     def __init__(self, config: SayuriConfig) -> None:
-        super().__init__()
+        nn.Module.__init__(self)
         self.config = config
         c, p, v = config.channels, config.policy_channels, config.value_channels
         self.input_conv = _conv(config.input_planes, c, 3)
