@@ -159,3 +159,16 @@ def test_encoder_cost_is_reported():
     for _ in range(50):
         ENCODER.encode(g.arr[0], out)
     print(f"sayuri-v3 19x19 after 150 moves: {(time.perf_counter() - t) / 50 * 1e6:.0f} us/position")
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7, 13, 19, 25])
+def test_every_cell_written_inside_its_block(n):
+    rng = np.random.default_rng(n)
+    g = Game(n, 7.5)
+    buf = np.full((3, PLANES, n, n), 7, np.uint8)
+    for _ in range(3 * n * n // 2):
+        ENCODER.encode(g.arr[0], buf[1])
+        assert set(np.unique(buf[1])) <= {0, 1}
+        assert (buf[0] == 7).all() and (buf[2] == 7).all()
+        legal = np.nonzero(g.legal_actions())[0]
+        g.play(int(rng.choice(legal)))
