@@ -12,9 +12,10 @@ vital move  for a dead ladder the capturing point (``LADDER_TAKE``), for an
             escapable one each atari that starts a working ladder
             (``LADDER_ATARI``).
 scratch     the search plays moves on copies of a small board kept in
-            ``S[depth, row, point]`` (int16): rows ``R_COLOR``, ``R_PARENT``,
+            ``S[slot, row, point]`` (int16): rows ``R_COLOR``, ``R_PARENT``,
             ``R_NEXT``, ``R_LIBS``, ``R_SIZE`` as in ``go/board.py``, and the
-            ko point in ``K[depth]``. One copy per ply, so nothing is undone.
+            ko point in ``K[slot]``. A ply copies its parent's board unless
+            the parent had a single candidate move; nothing is undone.
 
 The search follows Sayuri's ``Board::IsLadder`` (``src/game/board.cc``) rule
 for rule: the prey's candidate moves are its liberty and captures of
@@ -77,15 +78,15 @@ def _load(rec, S, K) -> None:
 
 
 @njit(cache=True)
-def _copy(S, K, d: int, m: int) -> None:
-    a = S[d]
-    b = S[d + 1]
+def _copy(S, K, src: int, dst: int, m: int) -> None:
+    a = S[src]
+    b = S[dst]
     for r in range(5):
         ar = a[r]
         br = b[r]
         for p in range(m):
             br[p] = ar[p]
-    K[d + 1] = K[d]
+    K[dst] = K[src]
 
 
 @njit(cache=True)
@@ -355,23 +356,32 @@ def _hunter_selections(S, K, d: int, prey: int, v: int, w: int, sel) -> tuple[in
 
 
 @njit(cache=True)
-def _enter(S, K, SEL, NSEL, IDX, TURN, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int,
+def _enter(S, K, SEL, NSEL, IDX, TURN, BI, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int,
            nodes) -> int:
     """Start Sayuri's PreyMove (``prey_turn``; ``move`` is the hunter's move,
-    or none) or HunterMove (``move`` is the prey's) on a copy of level ``d``.
-    Returns the verdict, or _NEITHER with a frame pushed at level ``d + 1``."""
+    or none) or HunterMove (``move`` is the prey's) from the frame at level
+    ``d``. Returns the verdict, or _NEITHER with a frame pushed at level
+    ``d + 1``. The new frame plays on a copy of its parent's board, or on
+    the parent's board itself when that frame has a single candidate (it
+    will not look at its board again; Sayuri does the same)."""
     nodes[0] += 1
     if nodes[0] >= MAX_LADDER_NODES or d + 1 >= S.shape[0]:
         return _PREY
-    _copy(S, K, d, w * w)
     e = d + 1
+    src = BI[d]
+    if d > 0 and NSEL[d] == 1:
+        b = src
+    else:
+        b = e
+        _copy(S, K, src, b, w * w)
+    BI[e] = b
     if prey_turn:
         if move != _NULL:
-            _play(S[e], K, e, move, 3 - prey, w)
-        res, n = _prey_selections(S, K, e, prey, v, move != _NULL, w, SEL[e])
+            _play(S[b], K, b, move, 3 - prey, w)
+        res, n = _prey_selections(S, K, b, prey, v, move != _NULL, w, SEL[e])
     else:
-        _play(S[e], K, e, move, prey, w)
-        res, n = _hunter_selections(S, K, e, prey, v, w, SEL[e])
+        _play(S[b], K, b, move, prey, w)
+        res, n = _hunter_selections(S, K, b, prey, v, w, SEL[e])
     if res != _NEITHER:
         return res
     NSEL[e] = n
@@ -381,12 +391,13 @@ def _enter(S, K, SEL, NSEL, IDX, TURN, d: int, prey_turn: bool, move: int, prey:
 
 
 @njit(cache=True)
-def _read(S, K, SEL, NSEL, IDX, TURN, prey: int, v: int, w: int, first: int, nodes) -> int:
+def _read(S, K, SEL, NSEL, IDX, TURN, BI, prey: int, v: int, w: int, first: int, nodes) -> int:
     """Read the ladder of the string at ``v`` from level 0, the prey to play
     after the hunter's ``first`` move (or with none): _PREY or _HUNTER. An
     explicit stack of frames (level ``e`` holds its board, candidate moves,
     next candidate and whose turn), no recursion."""
-    r = _enter(S, K, SEL, NSEL, IDX, TURN, 0, True, first, prey, v, w, nodes)
+    BI[0] = 0
+    r = _enter(S, K, SEL, NSEL, IDX, TURN, BI, 0, True, first, prey, v, w, nodes)
     if r != _NEITHER:
         return r
     top = 1
@@ -406,7 +417,7 @@ def _read(S, K, SEL, NSEL, IDX, TURN, prey: int, v: int, w: int, first: int, nod
             continue
         mv = SEL[e, IDX[e]]
         IDX[e] += 1
-        r = _enter(S, K, SEL, NSEL, IDX, TURN, e, not TURN[e], mv, prey, v, w, nodes)
+        r = _enter(S, K, SEL, NSEL, IDX, TURN, BI, e, not TURN[e], mv, prey, v, w, nodes)
         if r == _NEITHER:
             top = e + 1
         res = r
@@ -426,6 +437,7 @@ def ladder_map(rec, out) -> None:
     NSEL = np.zeros(D, np.int32)
     IDX = np.zeros(D, np.int32)
     TURN = np.zeros(D, np.bool_)
+    BI = np.zeros(D, np.int32)
     K = np.empty(D, np.int32)
     nodes = np.zeros(1, np.int64)
     libbuf = np.empty(8, np.int32)
@@ -454,7 +466,7 @@ def ladder_map(rec, out) -> None:
                     loaded = True
                 nodes[0] = 0
                 if libs == 1:
-                    if _read(S, K, SEL, NSEL, IDX, TURN, c, p, w, _NULL, nodes) == _HUNTER:
+                    if _read(S, K, SEL, NSEL, IDX, TURN, BI, c, p, w, _NULL, nodes) == _HUNTER:
                         _string_libs(S[0], p, w, libbuf, 0)
                         vital[nv] = libbuf[0]
                         nv += 1
@@ -463,7 +475,7 @@ def ladder_map(rec, out) -> None:
                     for i in range(k):
                         a = libbuf[i]
                         if _legal(S[0], K[0], a, 3 - c, w):
-                            if _read(S, K, SEL, NSEL, IDX, TURN, c, p, w, a, nodes) == _HUNTER:
+                            if _read(S, K, SEL, NSEL, IDX, TURN, BI, c, p, w, a, nodes) == _HUNTER:
                                 vital[nv] = a
                                 nv += 1
                 if nv == 0:
