@@ -109,6 +109,38 @@ def _diag_pass_dead(color, n: int, w: int, c: int, occ, region, rid: int, inner)
 
 
 @njit(cache=True)
+def _all_dead(rec, c: int, result) -> None:
+    """The pass-dead test when nothing of ``c`` is alive and no region is
+    vital: the board is one region and every point but an opponent stone is
+    a potential eye, so it is pass-dead only with fewer than two of them (or
+    two adjacent ones)."""
+    n = rec.n
+    w = rec.w
+    o = 3 - c
+    eyes = 0
+    e0 = -1
+    e1 = -1
+    for y in range(n):
+        for x in range(n):
+            p = (y + 1) * w + x + 1
+            if rec.color[p] != o:
+                if eyes == 0:
+                    e0 = p
+                elif eyes == 1:
+                    e1 = p
+                eyes += 1
+                if eyes > 2:
+                    return
+    if eyes == 2:
+        d = e1 - e0
+        if d == 1 or d == -1 or d == w or d == -w:
+            eyes = 1
+    if eyes < 2:
+        for i in range(n * n):
+            result[i] = 1
+
+
+@njit(cache=True)
 def pass_alive_area(rec, c: int, result) -> None:
     """OR colour ``c``'s safe area (pass-alive strings, their vital regions,
     pass-dead regions) into ``result[N*N]`` (uint8 0/1)."""
@@ -117,6 +149,14 @@ def pass_alive_area(rec, c: int, result) -> None:
     m = w * w
     color = rec.color
     o = 3 - c
+    has_c = False
+    for p in range(m):
+        if color[p] == c:
+            has_c = True
+            break
+    if not has_c:  # no string, and no region can be vital: it has empty points
+        _all_dead(rec, c, result)
+        return
     stack = np.empty(MAX_P, np.int32)
     occ = np.zeros(MAX_P, np.bool_)  # Sayuri's "ocupied == c"
     free = np.zeros(MAX_P, np.bool_)  # on board and not c
@@ -192,6 +232,14 @@ def pass_alive_area(rec, c: int, result) -> None:
         s = strings[p]
         if s > 0 and not alive[s]:
             occ[p] = False
+    left = False
+    for s in range(1, nstr + 1):
+        left = left or alive[s]
+    for r in range(1, nreg + 1):
+        left = left or vital[r]
+    if not left:
+        _all_dead(rec, c, result)
+        return
     # pass-alive strings and their vital regions
     for y in range(n):
         for x in range(n):
