@@ -196,7 +196,13 @@ def encode_sayuri_v3(rec, out) -> None:
     _fill(o, P_ONES * nn, nn, np.uint8(1))
 
 
-ENCODER = features.Encoder(NAME, PLANES, encode_sayuri_v3)
+@njit(cache=True)
+def encode_sayuri_v3_arr(arr, out) -> None:
+    """``encode_sayuri_v3(arr[0], out)`` for Python callers holding ``Game.arr``."""
+    encode_sayuri_v3(arr[0], out)
+
+
+ENCODER = features.Encoder(NAME, PLANES, encode_sayuri_v3, encode_sayuri_v3_arr)
 
 
 def register() -> features.Encoder:
