@@ -35,7 +35,7 @@ def record(n: int, planes: np.ndarray, black: bool, policy: np.ndarray, aux: np.
 
 def game_records(rng: np.random.Generator) -> tuple[str, dict]:
     """Two consecutive 9x9 positions (black, then white after black E5) and a 7x7 one."""
-    n, nn = 9, 81
+    nn = 81
     black = (rng.random(nn) < 0.2).astype(np.uint8)
     white = ((rng.random(nn) < 0.2) & (black == 0)).astype(np.uint8)
     e5 = 4 * 9 + 4

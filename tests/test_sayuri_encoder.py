@@ -34,8 +34,7 @@ def setup(n: int, black: str, white: str, to_move: int = B.BLACK, komi: float = 
 
 def cells(plane: np.ndarray) -> set[str]:
     """GTP vertices of the set cells of a [N, N] plane."""
-    n = plane.shape[0]
-    cols = "ABCDEFGHJKLMNOPQRST"
+    cols = "ABCDEFGHJKLMNOPQRSTUVWXYZ"
     return {f"{cols[x]}{y + 1}" for y, x in zip(*np.nonzero(plane))}
 
 

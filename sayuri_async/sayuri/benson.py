@@ -148,7 +148,6 @@ def pass_alive_area(rec, c: int, result) -> None:
     w = rec.w
     m = w * w
     color = rec.color
-    o = 3 - c
     has_c = False
     for p in range(m):
         if color[p] == c:
