@@ -164,8 +164,6 @@ def pass_alive_area(rec, c: int, result) -> None:
         free[p] = color[p] != c and color[p] != BORDER
     region = np.empty(MAX_P, np.int32)
     nreg = _label(free, n, w, region, stack)
-    strings = np.empty(MAX_P, np.int32)
-    nstr = _label(occ, n, w, strings, stack)
     # potential vital regions
     vital = np.ones(nreg + 1, np.bool_)
     vital[0] = False
@@ -181,6 +179,14 @@ def pass_alive_area(rec, c: int, result) -> None:
                     break
             if not touch:
                 vital[r] = False
+    nvital = 0
+    for r in range(1, nreg + 1):
+        nvital += vital[r]
+    if nvital < 2:  # no string can have two vital regions: all fall, and with them every vital region
+        _all_dead(rec, c, result)
+        return
+    strings = np.empty(MAX_P, np.int32)
+    nstr = _label(occ, n, w, strings, stack)
     # Benson's iteration. adj[s, r]: region r touches string s; touch[s, r]:
     # empty points of r next to s, so r is healthy for s when it equals
     # empties[r]. Both are fixed; only the vital flags change.
