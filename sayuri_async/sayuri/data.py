@@ -278,3 +278,10 @@ def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0) -
             written.append(str(dst))
             serial += 1
     return written, warnings
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``sayuri-async import-data FILE... -o DIR`` (see ``cli.data_main``)."""
+    from .cli import data_main
+
+    return data_main(argv)
