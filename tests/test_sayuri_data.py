@@ -8,7 +8,6 @@ import gzip
 import numpy as np
 import pytest
 
-from sayuri_async.sayuri import cli
 from sayuri_async.sayuri.data import SayuriDataError, convert, iter_records, read_sayuri_chunk
 from sayuri_async.sayuri.encoder import P_KOMI, P_NEG_KOMI, P_ONES, P_RULE
 from sayuri_async.train.dataset import read_chunk
