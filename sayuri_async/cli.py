@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tune": ("sayuri_async.selfplay.tune", "measure evals/s over a grid of batch settings"),
     "bench": ("sayuri_async.bench", "print the engine's performance figures"),
     "import-weights": ("sayuri_async.sayuri.cli", "convert a Sayuri weights file to ours"),
+    "import-data": ("sayuri_async.sayuri.data", "convert Sayuri training data to our chunks"),
     "plot": ("sayuri_async.train.plot", "draw loss and learning-rate curves from a training log"),
 }
 

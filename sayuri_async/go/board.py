@@ -20,7 +20,8 @@ hash      Zobrist hash of the stones alone (positional, for superko);
           ``hist_hash`` keeps the last HISTORY positions' hashes.
 hist      ring of the last HISTORY colour arrays (for the network's history
           planes): ``hist[(hist_pos - k) % HISTORY]`` is the position k plies
-          ago, valid for ``k <= move_num``.
+          ago, valid for ``k <= move_num``; ``hist_move`` at the same index is
+          the point played to reach it (PASS for a pass or the start).
 
 Everything in this module is a plain function over records so that search and
 feature encoding can call it from compiled code. ``go/game.py`` wraps it in a
@@ -48,6 +49,7 @@ BOARD_DTYPE = np.dtype(
         ("size", np.int16, (MAX_P,)),
         ("hist", np.int8, (HISTORY, MAX_P)),
         ("hist_hash", np.uint64, (HISTORY,)),
+        ("hist_move", np.int32, (HISTORY,)),
         ("hash", np.uint64),
         ("komi", np.float32),
         ("n", np.int32),
@@ -97,6 +99,7 @@ def rec_init(rec, n: int, komi: float) -> None:
         for p in range(MAX_P):
             rec.hist[k, p] = 0
         rec.hist_hash[k] = 0
+        rec.hist_move[k] = PASS
     rec.hash = 0
     rec.komi = komi
     rec.n = n
@@ -272,6 +275,7 @@ def _push_history(rec) -> None:
     for p in range(rec.w * rec.w):
         rec.hist[k, p] = rec.color[p]
     rec.hist_hash[k] = rec.hash
+    rec.hist_move[k] = rec.last_move
 
 
 @njit(cache=True)
@@ -387,6 +391,7 @@ def place_stone(rec, p: int, c: int) -> None:
     for q in range(rec.w * rec.w):
         rec.hist[k, q] = rec.color[q]
     rec.hist_hash[k] = rec.hash
+    rec.hist_move[k] = saved_last
     rec.to_move = saved_to_move
     rec.move_num = saved_num
     rec.last_move = saved_last

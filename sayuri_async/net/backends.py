@@ -174,13 +174,13 @@ class TorchBackend(Backend):
     ) -> None:
         import torch
 
+        from ..sayuri.weights import load_any_weights
         from .model import Net
-        from .weights import load_weights
 
         meta: dict = {}
         if not isinstance(net, Net):
             path = str(net)
-            net, meta = load_weights(path)
+            net, meta = load_any_weights(path)  # ours, or a Sayuri network file
             self.name = str(meta.get("name") or Path(path).stem)
         else:
             self.name = f"net-{net.config.short_name}"

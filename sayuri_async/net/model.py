@@ -285,8 +285,17 @@ class Net(nn.Module):
         self.trunk_bn = nn.BatchNorm2d(c) if pre else None
         self.policy_head = PolicyHead(c, cfg.policy_channels)
         self.value_head = ValueHead(c, cfg.value_channels, cfg.value_hidden, cfg.score_scale)
+        # sayuri-v3 stores komi, wave and board size as counts of set cells
+        # (the planes are bits); turn them back into Sayuri's real values.
+        self._decode = None
+        if cfg.encoder == "sayuri-v3":
+            from ..sayuri.model import decode_inputs
+
+            self._decode = decode_inputs
 
     def forward(self, x: Tensor) -> dict[str, Tensor]:
+        if self._decode is not None:
+            x = self._decode(x)
         if self.stem is not None:
             h = F.relu(self.stem(x))
         else:

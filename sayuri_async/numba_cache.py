@@ -1,0 +1,53 @@
+"""Keeping numba's on-disk cache honest across modules.
+
+numba checks a cached function against its own source file only: when a
+compiled function calls one from another module (the search calls the
+board's ``play``, the encoders call board helpers), editing the callee leaves
+the caller's cached machine code stale, and running it can crash. This module
+fingerprints every source file with compiled code; when the fingerprint
+changes it deletes the package's cache files (``*.nbi``, ``*.nbc``) before
+anything is compiled, so the next start recompiles from the current sources.
+
+Vocabulary: *stamp* is ``__pycache__/numba-sources.sha256`` in the package
+folder, holding the fingerprint of the sources the cache was built from.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+STAMP = PACKAGE / "__pycache__" / "numba-sources.sha256"
+
+
+def _sources() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "njit" in p.read_text(encoding="utf-8", errors="ignore"))
+
+
+def fingerprint() -> str:
+    h = hashlib.sha256()
+    for p in _sources():
+        h.update(str(p.relative_to(PACKAGE)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def refresh() -> bool:
+    """Drop stale cache files; True when it did. Safe to call at every start."""
+    try:
+        fp = fingerprint()
+        if STAMP.is_file() and STAMP.read_text().strip() == fp:
+            return False
+        for f in list(PACKAGE.rglob("__pycache__/*.nbi")) + list(PACKAGE.rglob("__pycache__/*.nbc")):
+            try:
+                f.unlink()
+            except FileNotFoundError:
+                pass
+        STAMP.parent.mkdir(exist_ok=True)
+        tmp = STAMP.with_name(f".{STAMP.name}.{os.getpid()}.tmp")
+        tmp.write_text(fp)
+        os.replace(tmp, STAMP)
+        return True
+    except OSError:
+        return False  # a read-only install: numba keeps its cache elsewhere
