@@ -247,7 +247,6 @@ class Engine:
             per = (time.perf_counter() - t) / k
             chunk = max(1, min(MAX_CHUNK, int(CHUNK_SECONDS / max(per, 1e-7))))
             await asyncio.sleep(0)
-        ev.counters.playouts += spent
         return spent
 
     async def root_eval(self, pos: Game) -> tuple[float, np.ndarray]:

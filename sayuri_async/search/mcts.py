@@ -167,12 +167,12 @@ class Search:
         """``count`` playouts (all through root child ``forced`` when >= 0),
         up to ``leaves_per_await`` of them waiting on the network together.
         This loop is the Python side of the hot path: keep it lean."""
-        descend, ws, nodes = self._descend, self.ws, self.nodes
+        descend, ws, nodes = self._descend, self.ws, self.nodes  # playouts and requests are counted per round
         current, commit = ev.current, ev.commit
         use_cache = bool(getattr(ev, "cache_size", 1))
         cache_get, cache_put = ev.cache_get, ev.cache_put
         k_max = self._leaves
-        requests = 0
+        counters = ev.counters
         done = 0
         while done < count:
             want = min(k_max, count - done)
@@ -182,15 +182,17 @@ class Search:
                 key = descend(ws, nodes, planes, slot, forced, i)
                 if key == TERMINAL:
                     done += 1
+                    counters.playouts += 1
                     continue
                 if key == COLLISION:
                     break
-                requests += 1
+                counters.requests += 1
                 if use_cache:
                     hit = cache_get(key)
                     if hit is not None:
                         finish(ws, nodes, i, hit[0], hit[1], 0)
                         done += 1
+                        counters.playouts += 1
                         continue
                 waiting.append((i, key, commit(False)))
             if not waiting:
@@ -202,7 +204,7 @@ class Search:
                     cache_put(key, out, row)
                 finish(ws, nodes, i, out.policy, out.wdl, row)
             done += len(waiting)
-        ev.counters.requests += requests
+            counters.playouts += len(waiting)
         return done
 
     def root_node(self) -> int:
@@ -272,7 +274,6 @@ class Search:
                 self.add_dirichlet_noise()
             await self.playouts(ev, playouts - spent)
             spent = max(spent, playouts)
-        ev.counters.playouts += spent
         visits, q, prior = self.stats(n)
         value = self.root_value()
         if use_gumbel:
