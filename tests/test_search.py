@@ -176,3 +176,15 @@ def test_search_never_visits_a_superko_move_of_a_triple_ko():
     res = run(s.run(g, InstantEvaluator(9, value_fn=material, policy_fn=policy), 100))
     assert res.visits[superko] == 0
     assert res.action != superko and g.is_legal(res.action)
+
+
+def test_no_pass_when_pass_is_not_allowed():
+    g = Game(7, komi=0.5)
+    for v in ["D1", "D2", "D3", "D4", "D5", "D6", "D7"]:
+        g.play_vertex(v, B.BLACK)
+        g.play_vertex("pass", B.WHITE)
+    # the same position where passing wins at once (see the pass test above)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(2))
+    res = run(s.run(g, InstantEvaluator(7), 200, allow_pass=False))
+    assert res.action != 49 and res.visits[49] == 0 and res.policy[49] == 0
+    assert g.is_legal(res.action)

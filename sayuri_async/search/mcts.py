@@ -257,16 +257,21 @@ class Search:
         use_gumbel: bool = False,
         temperature: float = 0.0,
         full_search: bool = True,
+        allow_pass: bool = True,
     ) -> SearchResult:
         """Search ``game``'s position with ``playouts`` new playouts and pick a
         move. PUCT picks by visits (sampled with ``temperature`` > 0); Gumbel
-        picks the sequential-halving winner."""
+        picks the sequential-halving winner. ``allow_pass=False`` keeps pass
+        out of the root's choices (self-play's opening), unless it is the
+        only legal move."""
         self.sync(game)
         n = game.size
         spent = 0
         if self.nodes[self.root_node()]["nchild"] == 0:
             await self.playout(ev)
             spent += 1
+        if not allow_pass:
+            self.restrict_root({n * n})
         if use_gumbel:
             spent += await self._gumbel(ev, playouts - spent, n)
         else:
@@ -275,6 +280,7 @@ class Search:
             await self.playouts(ev, playouts - spent)
             spent = max(spent, playouts)
         visits, q, prior = self.stats(n)
+        visits[prior < 0] = 0  # restricted root moves keep visits from a reused tree: not choices
         value = self.root_value()
         if use_gumbel:
             action, policy = self._gumbel_result

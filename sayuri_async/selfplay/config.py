@@ -13,6 +13,9 @@ gumbel / gumbel_playouts_threshold
                     the threshold (PUCT with Dirichlet noise otherwise).
 random_moves_factor the first ``factor * N*N`` moves are sampled in proportion
                     to visits (PUCT), for opening variety.
+pass_after_factor   no pass is chosen before ``factor * N*N`` moves (unless it
+                    is the only legal move): weak early networks otherwise
+                    learn to end games by passing in the opening.
 resign_threshold    resign when the root winrate stays below it for
                     ``resign_consecutive`` moves (0 disables);
                     ``resign_discard_prob`` plays such a game out anyway and
@@ -44,6 +47,7 @@ class SelfplayConfig:
     gumbel_playouts_threshold: int = 0
     dirichlet_noise: bool = True
     random_moves_factor: float = 0.0
+    pass_after_factor: float = 0.0  # no pass at the root before factor * N*N moves
     resign_threshold: float = 0.0
     resign_consecutive: int = 3
     resign_discard_prob: float = 0.0
@@ -71,6 +75,7 @@ class SelfplayConfig:
             (self.timeout_ms >= 0, "timeout_ms must not be negative"),
             (self.playouts >= 1, "playouts must be at least 1"),
             (0 <= self.reduce_playouts_prob <= 1, "reduce_playouts_prob must be in [0, 1]"),
+            (0 <= self.pass_after_factor <= 1, "pass_after_factor must be in [0, 1]"),
             (0 <= self.resign_threshold < 1, "resign_threshold must be in [0, 1)"),
             (0 <= self.resign_discard_prob <= 1, "resign_discard_prob must be in [0, 1]"),
             (self.komi_stddev >= 0, "komi_stddev must not be negative"),

@@ -77,6 +77,7 @@ async def play_game(
     planes = np.zeros((enc.planes, size, size), dtype=np.uint8)
     rec = GameRecord(size, komi)
     random_moves = int(cfg.random_moves_factor * size * size)
+    pass_after = int(cfg.pass_after_factor * size * size)
     max_moves = int(cfg.search.max_moves_factor * size * size)
     play_out = cfg.resign_discard_prob > 0 and rng.random() < cfg.resign_discard_prob
     low_streak = {B.BLACK: 0, B.WHITE: 0}
@@ -99,6 +100,7 @@ async def play_game(
             use_gumbel=use_gumbel,
             temperature=temperature,
             full_search=not reduced,
+            allow_pass=len(game.moves) >= pass_after,
         )
         action = res.action
         if not game.is_legal(action):  # an unvisited superko move picked by Gumbel
