@@ -108,7 +108,10 @@ def test_torch_cpu_matches_net(n: int) -> None:
     check_output(out, 6, n)
     ref = reference(net, batch)
     for k, v in ref.items():
-        assert np.allclose(getattr(out, k), v, atol=1e-5, rtol=1e-4), k
+        # the score head is scaled to points (x score_scale), and so is its
+        # float32 rounding after batch norm is folded
+        atol = 1e-5 * (net.config.score_scale if k == "score" else 1.0)
+        assert np.allclose(getattr(out, k), v, atol=atol, rtol=1e-4), k
     one = be.run(batch[2:3])
     assert np.allclose(one.policy, out.policy[2:3], atol=1e-6)
     big = be.run(np.zeros((17, 25, n, n), dtype=np.uint8))  # max_batch is a hint, not a limit

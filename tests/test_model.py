@@ -108,4 +108,6 @@ def test_side_to_move_perspective_is_per_sample() -> None:
         full = net(x)
         one = net(x[2:3])
     for k in OUTPUT_KEYS:
-        assert torch.allclose(full[k][2:3], one[k], atol=1e-5)
+        # batched and single-row kernels round differently; score is in points (x score_scale)
+        atol = 1e-5 * (net.config.score_scale if k == "score" else 1.0)
+        assert torch.allclose(full[k][2:3], one[k], atol=atol), k
