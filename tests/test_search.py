@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from sayuri_async.go import board as B
+from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game
 from sayuri_async.search import gumbel as G
 from sayuri_async.search.mcts import Search, SearchConfig
@@ -188,3 +189,33 @@ def test_no_pass_when_pass_is_not_allowed():
     res = run(s.run(g, InstantEvaluator(7), 200, allow_pass=False))
     assert res.action != 49 and res.visits[49] == 0 and res.policy[49] == 0
     assert g.is_legal(res.action)
+
+
+def test_random_symmetry_reads_the_policy_back_in_the_board_frame():
+    # the network's policy puts all its mass on the 4 neighbours of the only
+    # stone, in whatever orientation it was shown; mapped back, the root's
+    # priors must sit on the neighbours of C3 in the real board
+    g = Game(9)
+    g.play_vertex("C3")
+    want = {vertex_to_action(v, 9) for v in ("B3", "D3", "C2", "C4")}
+
+    def policy(planes):
+        opp = planes[1]  # the stone is the opponent's for white to move
+        (ys,), (xs,) = np.nonzero(opp.any(axis=1))[0:1], np.nonzero(opp.any(axis=0))[0:1]
+        y, x = int(ys[0]), int(xs[0])
+        p = np.zeros(82, dtype=np.float32)
+        for dy, dx in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+            p[(y + dy) * 9 + x + dx] = 0.25
+        return p
+
+    seen = set()
+    for seed in range(24):
+        cfg = SearchConfig(random_symmetry=True)
+        s = Search(cfg, "simple-v1", rng=np.random.default_rng(seed))
+        ev = InstantEvaluator(9, policy_fn=policy)
+        s.sync(g)
+        run(s.playout(ev))
+        _, _, prior = s.stats(9)
+        assert prior[sorted(want)].sum() == pytest.approx(1.0, abs=1e-5)
+        seen.add(int(s.ws[0]["leaf_sym"][0]))
+    assert len(seen) > 3  # several orientations were really used

@@ -60,6 +60,7 @@ class SearchConfig:
     max_moves_factor: float = 2.0  # a game is scored after factor * N*N moves
     reuse_tree: bool = True
     leaves_per_await: int = 4  # playouts of one search waiting on the network together (virtual loss)
+    random_symmetry: bool = False  # show each leaf to the network in a random one of the 8 symmetries
 
     def params(self) -> np.ndarray:
         p = np.zeros(N_PARAMS, dtype=np.float64)
@@ -67,6 +68,7 @@ class SearchConfig:
         p[P_C_BASE] = self.c_base
         p[P_FPU_REDUCTION] = self.fpu_reduction
         p[P_FPU_ROOT] = self.fpu_root
+        p[tree.P_RANDOM_SYMMETRY] = 1.0 if self.random_symmetry else 0.0
         return p
 
 
@@ -137,6 +139,12 @@ class Search:
             tree_reset(self.ws, self.nodes)  # pool half used: start afresh rather than run out
         w["root"] = game.rec
         tree.build_game_table(self.ws, game.history_hashes())
+        if int(w["sym_n"]) != game.size:
+            from ..symmetry import action_map
+
+            for k in range(8):
+                w["sym_map"][k, : game.size * game.size + 1] = action_map(k, game.size)
+            w["sym_n"] = game.size
         w["max_moves"] = int(self.cfg.max_moves_factor * game.size * game.size)
         self._root_key = key
 

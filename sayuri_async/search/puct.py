@@ -27,8 +27,8 @@ from numba import njit
 
 from ..go import board as B
 from ..go.scoring import area_map
-from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, add_virtual_loss, backup,
-                   expand_pending, in_game_table)
+from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, add_virtual_loss,
+                   backup, expand_pending, in_game_table, transform_planes)
 
 TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
 COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
@@ -209,6 +209,13 @@ def make_descend(encode):
             add_virtual_loss(ws, nodes, leaf_slot)
             encode(rec, planes[slot])
             key = cache_key(rec) | np.uint64(1)  # odd: never TERMINAL or COLLISION
+            sym = 0
+            if w.params[P_RANDOM_SYMMETRY] > 0.0:
+                sym = np.random.randint(0, 8)
+                if sym != 0:
+                    transform_planes(ws, planes, slot, sym, rec.n)
+                    key ^= np.uint64(sym) * np.uint64(0xD6E8FEB86659FD92) & ~np.uint64(1)
+            w.leaf_sym[leaf_slot] = sym
             w.key = key
             return key
 

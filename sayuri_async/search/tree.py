@@ -29,6 +29,9 @@ virtual loss  every node on a waiting leaf's path counts one more visit and
             one more loss for the player who moved into it, so the next
             descents of the same search spread out; ``finish`` replaces it
             with the real value.
+symmetry    with random symmetry on, each leaf is shown to the network in one
+            of the 8 board symmetries (``symmetry.py``), drawn per request;
+            its policy is read back through ``sym_map``.
 value       in ``[-1, 1]`` for the side to move at a node (win minus loss);
             winrate = (value + 1) / 2.
 params      float64 vector indexed by the P_* constants (PUCT and FPU).
@@ -48,6 +51,8 @@ MAX_GAME_POSITIONS = 2048
 GAME_TABLE = 4096  # open-addressing set of the game's position hashes (power of two)
 TABLE_SALT = np.uint64(0x9E3779B97F4A7C15)  # stored keys are hash ^ salt, so 0 marks a free slot
 MAX_LEAVES = 16  # leaves one search may have waiting on the network at once
+MAX_ACTIONS = B.MAX_N * B.MAX_N + 1
+SYM_BUF = 64 * B.MAX_N * B.MAX_N  # planes x points of the largest encoder and board
 PENDING = 1  # node state: children allocated, priors not yet known
 
 NODE_DTYPE = np.dtype(
@@ -65,7 +70,7 @@ NODE_DTYPE = np.dtype(
 )
 
 # params vector
-P_C_INIT, P_C_BASE, P_FPU_REDUCTION, P_FPU_ROOT, P_MAX_MOVES_FACTOR = 0, 1, 2, 3, 4
+P_C_INIT, P_C_BASE, P_FPU_REDUCTION, P_FPU_ROOT, P_MAX_MOVES_FACTOR, P_RANDOM_SYMMETRY = 0, 1, 2, 3, 4, 5
 N_PARAMS = 8
 
 WS_DTYPE = np.dtype(
@@ -78,6 +83,10 @@ WS_DTYPE = np.dtype(
         ("params", np.float64, (N_PARAMS,)),
         ("n_game_hash", np.int32),  # positions in game_table
         ("depths", np.int32, (MAX_LEAVES,)),
+        ("leaf_sym", np.int32, (MAX_LEAVES,)),  # symmetry the leaf was shown to the network in
+        ("sym_map", np.int16, (8, MAX_ACTIONS)),  # sym_map[k, a]: where action a goes under symmetry k
+        ("sym_n", np.int32),  # board size sym_map is for
+        ("sym_buf", np.uint8, (SYM_BUF,)),
         ("root_node", np.int32),
         ("used", np.int32),
         ("max_moves", np.int32),
@@ -182,15 +191,17 @@ def expand_pending(ws, nodes, node: int) -> int:
 
 
 @njit(cache=True)
-def set_priors(nodes, node: int, policy, row: int) -> None:
-    """Priors of a pending node's children from ``policy[row]``, renormalised
-    over its (legal) actions; the node stops being pending."""
+def set_priors(ws, nodes, node: int, policy, row: int, sym: int) -> None:
+    """Priors of a pending node's children from ``policy[row]`` (a policy
+    over the board as transformed by symmetry ``sym``), renormalised over its
+    (legal) actions; the node stops being pending."""
     nd = nodes[node]
     first = nd.first
     end = first + nd.nchild
+    smap = ws[0].sym_map[sym]
     total = 0.0
     for i in range(first, end):
-        pr = policy[row, nodes[i].action]
+        pr = policy[row, smap[nodes[i].action]]
         nodes[i].prior = pr
         total += pr
     if total > 0.0:
@@ -203,6 +214,29 @@ def set_priors(nodes, node: int, policy, row: int) -> None:
             nodes[i].prior = u
     nd.ordered = 0
     nd.state = 0
+
+
+@njit(cache=True)
+def transform_planes(ws, planes, slot: int, sym: int, n: int) -> None:
+    """Apply symmetry ``sym`` to ``planes[slot]`` (``[C, N, N]``) in place."""
+    w = ws[0]
+    buf = w.sym_buf
+    smap = w.sym_map[sym]
+    out = planes[slot]
+    c_count = out.shape[0]
+    nn = n * n
+    for c in range(c_count):
+        pc = out[c]
+        base = c * nn
+        for y in range(n):
+            for x in range(n):
+                buf[base + y * n + x] = pc[y, x]
+    for c in range(c_count):
+        pc = out[c]
+        base = c * nn
+        for a in range(nn):
+            t = smap[a]
+            pc[t // n, t % n] = buf[base + a]
 
 
 @njit(cache=True)
@@ -239,7 +273,7 @@ def finish(ws, nodes, leaf_slot: int, policy, wdl, row: int) -> None:
     w = ws[0]
     leaf = w.paths[leaf_slot, w.depths[leaf_slot]]
     if nodes[leaf].state == PENDING:
-        set_priors(nodes, leaf, policy, row)
+        set_priors(ws, nodes, leaf, policy, row, w.leaf_sym[leaf_slot])
     backup(ws, nodes, leaf_slot, wdl[row, 0] - wdl[row, 2], True)
 
 
