@@ -40,10 +40,18 @@ def install_uvloop() -> str:
 
 
 def make_engine_backend(cfg: SelfplayConfig, device: str):
+    """The backend of one engine process. On a CPU the cores are shared out
+    between the engine processes, so K processes do not each start a torch
+    thread per core."""
+    import os
+
     from ..net.backends import make_backend
 
     weights = cfg.weights or None
-    return make_backend(weights, device=device, seed=cfg.seed or None, max_batch=max(cfg.batch_size, 1))
+    kw: dict = {"max_batch": max(cfg.batch_size, 1)}
+    if weights is not None and not device.startswith("cuda"):
+        kw["threads"] = max(1, (os.cpu_count() or 1) // max(cfg.procs, 1))
+    return make_backend(weights, device=device, seed=cfg.seed or None, **kw)
 
 
 async def _serve_engine(engine, interval: float, on_status, get_controls) -> None:
