@@ -234,7 +234,8 @@ class Loop:
 
         def player(weights: str | None, name: str) -> NetPlayer:
             be = make_backend(weights, device=self.cfg.device, max_batch=batch)
-            return NetPlayer(name, be, self.cfg.eval_playouts, False, 0.0, batch)
+            # a few sampled opening moves: two deterministic networks would replay the same games
+            return NetPlayer(name, be, self.cfg.eval_playouts, False, 0.0, batch, opening_moves=size // 2)
 
         cand = player(str(cand_path), f"gen{st.generation}")
         best = player(best_path, f"gen{st.best_generation}" if best_path else "random")

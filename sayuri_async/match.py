@@ -142,10 +142,12 @@ class NetPlayer(Player):
     """Our search over one network; each game gets its own Search, all share
     the network's batcher (one per board size)."""
 
-    def __init__(self, name: str, backend, playouts: int, gumbel: bool, resign: float, batch_size: int) -> None:
+    def __init__(self, name: str, backend, playouts: int, gumbel: bool, resign: float, batch_size: int,
+                 opening_moves: int = 0) -> None:
         from .search.mcts import Search, SearchConfig
 
         self.name = name
+        self.opening_moves = opening_moves  # moves sampled by visits (temperature 1) for variety
         self.backend = backend
         self.playouts = playouts
         self.gumbel = gumbel
@@ -179,7 +181,9 @@ class NetPlayer(Player):
         self.search = self._search_cls(self._cfg, self.backend.encoder)
 
     async def genmove(self, game: Game) -> int:
-        res = await self.search.run(game, self.batcher, self.playouts, use_gumbel=self.gumbel)
+        temperature = 1.0 if len(game.moves) < self.opening_moves else 0.0
+        res = await self.search.run(game, self.batcher, self.playouts, use_gumbel=self.gumbel,
+                                    temperature=temperature)
         winrate = (res.value + 1) / 2
         if self.resign > 0 and winrate < self.resign and len(game.moves) > game.size:
             return -1
@@ -296,7 +300,8 @@ def make_player(spec: str, args) -> Player:
         raise SystemExit(f"sayuri-async match: {spec!r} is neither a weights file, 'random', nor a GTP command")
     backend = make_backend(weights, device=args.device, max_batch=args.batch_size)
     name = "random" if weights is None else Path(weights).stem
-    return NetPlayer(name, backend, args.playouts, args.gumbel, args.resign, args.batch_size)
+    return NetPlayer(name, backend, args.playouts, args.gumbel, args.resign, args.batch_size,
+                     getattr(args, "opening_moves", 0))
 
 
 async def run_match(a: Player, b: Player, games: int, size: int, komi: float, concurrency: int,
@@ -359,6 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--playouts", type=int, default=100)
     p.add_argument("--gumbel", action="store_true", help="Gumbel root search for our networks")
     p.add_argument("--resign", type=float, default=0.0, help="our networks resign below this winrate (0: never)")
+    p.add_argument("--opening-moves", type=int, default=0,
+                   help="our networks sample their first moves by visits, so deterministic players "
+                        "do not repeat the same games (0: always the most visited move)")
     p.add_argument("--concurrency", type=int, default=8, help="games at once (one GTP process per game and side)")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="cpu")

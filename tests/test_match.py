@@ -68,3 +68,30 @@ def test_match_against_gnugo(tmp_path):
     assert res.games == 2
     # a random network against GNU Go on 7x7: GNU Go should not lose both
     assert res.losses >= 1
+
+
+def test_net_player_samples_only_its_opening_moves():
+    from sayuri_async.go.game import Game
+
+    p = make_player("random", args())
+    p.opening_moves = 2
+    seen = []
+
+    async def fake_run(game, ev, playouts, **kw):
+        seen.append((len(game.moves), kw.get("temperature")))
+        raise StopAsyncIteration  # enough: we only record the call
+
+    async def main():
+        g = Game(7)
+        await p.start(7, 7.5)
+        p.search.run = fake_run
+        for v in ["pass", "D4", "C3", "pass"]:
+            try:
+                await p.genmove(g)
+            except StopAsyncIteration:
+                pass
+            g.play_vertex(v)
+        await p.close()
+
+    asyncio.run(main())
+    assert seen == [(0, 1.0), (1, 1.0), (2, 0.0), (3, 0.0)]
