@@ -27,7 +27,6 @@ and territory games ``RU[Japanese]``. A record without ``KM`` gets
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from sgfmill.sgf_properties import interpret_go_point
 
 from . import board as B
 from .coords import action_to_vertex
+from ..fileio import write_text_atomic  # noqa: F401  (re-exported for callers of this module)
 from .game import Game, IllegalMove, Rules
 
 MIN_SGF_SIZE, MAX_SGF_SIZE = 7, 19
@@ -391,25 +391,6 @@ def dump_sgf(game: Game, info: SgfInfo | None = None, *, result: str | None = No
         if comment:
             node.set("C", comment)
     return sg.serialise().decode("utf-8")
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same
-    directory and ``os.replace``, so readers never see a partial file."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def save_sgf_file(

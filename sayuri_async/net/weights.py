@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from ..features import ENCODERS
+from ..fileio import atomic_path
 from .model import Net, NetConfig
 
 FORMAT = "sayuri-async-weights"
@@ -58,19 +59,14 @@ def _header(net: Net, meta: dict) -> dict[str, str]:
 
 def save_weights(path: str | os.PathLike, net: Net, meta: dict[str, Any] | None = None) -> None:
     """Write ``net`` and ``meta`` to ``path`` atomically (temporary file in the
-    same folder, then ``os.replace``)."""
+    same folder, then a rename: ``fileio.atomic_path``)."""
     from safetensors.torch import save_file
 
     meta = dict(meta or {})
     path = Path(path)
     tensors = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in net.state_dict().items()}
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
+    with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata=_header(net, meta))
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def read_header(path: str | os.PathLike) -> dict[str, str]:

@@ -29,6 +29,8 @@ from typing import Any
 
 import torch
 
+from sayuri_async.fileio import write_bytes_atomic
+
 CHECKPOINT_FORMAT = "sayuri-async-train-checkpoint"
 CHECKPOINT_VERSION = 1
 _CKPT = re.compile(r"^ckpt-(\d+)\.pt$")
@@ -38,34 +40,8 @@ class CheckpointError(Exception):
     """A checkpoint that cannot be read; the message names the file."""
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that ``path`` is never seen half-written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+# one atomic writer for the whole project (temporary name, fsync, rename, folder fsync)
+atomic_write_bytes = write_bytes_atomic
 
 
 def checkpoint_dir(out: str | os.PathLike) -> Path:
