@@ -53,16 +53,6 @@ class Inbox(Protocol):
     async def wait(self, timeout: float) -> None: ...
 
 
-def set_komi(game: Game, komi: float) -> None:
-    """Change komi everywhere the game keeps it: the scoring field, the board
-    record (the search scores terminal positions with it) and the records
-    that ``undo`` restores. Game has no public setter for this."""
-    game.komi = float(komi)
-    game.rec["komi"] = komi
-    for u in game._undo:
-        u.rec[0]["komi"] = komi
-
-
 def board_size_range(backend) -> tuple[int, int]:
     """Board sizes GTP accepts: 2..25, narrowed to the range the network
     declares in its config (``board_size_min``/``board_size_max``)."""
@@ -128,7 +118,7 @@ class Engine:
         self.drop_tree()
 
     def set_komi(self, komi: float) -> None:
-        set_komi(self.game, komi)
+        self.game.set_komi(komi)
         self.drop_tree()
 
     def drop_tree(self) -> None:
@@ -192,14 +182,10 @@ class Engine:
         s = self.search
         r = s.nodes[s.root_node()]
         first, k = int(r["first"]), int(r["nchild"])
-        kids = s.nodes[first:first + k]
-        acts = kids["action"].astype(np.int64)
-        banned = np.array([a in avoid or (allow is not None and a not in allow) for a in acts], dtype=bool)
-        if banned.all():
+        acts = s.nodes[first:first + k]["action"].astype(np.int64)
+        banned = {int(a) for a in acts if a in avoid or (allow is not None and a not in allow)}
+        if not banned or not s.restrict_root(banned):  # refused when it would leave no move
             return
-        kids["prior"][banned] = -1.0  # the search never selects a negative prior
-        if "ordered" in s.nodes.dtype.names:
-            s.nodes[s.root_node()]["ordered"] = 0  # priors changed: let PUCT reorder
         self._restricted = True
 
     async def think(

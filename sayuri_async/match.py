@@ -24,6 +24,7 @@ import math
 import os
 import shlex
 import sys
+from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,7 +121,7 @@ def ratings(names: list[str], results: list[MatchResult], iters: int = 2000) -> 
 # players
 
 
-class Player:
+class Player(ABC):
     name: str = "player"
 
     async def start(self, size: int, komi: float) -> None:
@@ -129,10 +130,10 @@ class Player:
     async def play(self, color: int, action: int, size: int) -> None:
         """The opponent played ``action``."""
 
+    @abstractmethod
     async def genmove(self, game: Game) -> int:
         """Our move in ``game`` (which holds the whole history): an action, or
         -1 to resign."""
-        raise NotImplementedError
 
     async def close(self) -> None:
         pass

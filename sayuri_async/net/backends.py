@@ -29,6 +29,7 @@ ownership. It exists to measure the CPU cost of search.
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,7 +54,7 @@ class NetOutput:
         return self.wdl[:, 0] - self.wdl[:, 2]
 
 
-class Backend:
+class Backend(ABC):
     """Base class: ``encoder``, ``planes``, ``name``, ``device``; ``run``."""
 
     encoder: str = DEFAULT_ENCODER
@@ -62,8 +63,9 @@ class Backend:
     device: str = "cpu"
     max_batch: int = 1024
 
+    @abstractmethod
     def run(self, batch: np.ndarray) -> NetOutput:  # [B, C, N, N] uint8
-        raise NotImplementedError(f"{type(self).__name__} does not implement run")
+        """Evaluate a batch (every backend defines this)."""
 
     def alloc_input(self, max_batch: int, n: int) -> np.ndarray:
         """uint8 ``[max_batch, C, n, n]`` for the batcher to fill."""

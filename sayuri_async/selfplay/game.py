@@ -107,7 +107,7 @@ async def play_game(
             mask = game.legal_actions().astype(bool)
             action = int(np.argmax(np.where(mask, res.visits + res.prior, -1.0)))
         to_move = game.to_move
-        enc.encode(game.rec, planes)
+        enc.encode_into(game.arr, planes)
         rec.planes.append(np.packbits(planes.reshape(enc.planes, -1), axis=-1))
         rec.policy.append(res.policy if not reduced else np.zeros_like(res.policy))
         rec.action.append(action)

@@ -84,7 +84,7 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
         try:
             loop.add_signal_handler(signal.SIGINT, engine.stop)
             loop.add_signal_handler(signal.SIGTERM, engine.stop)
-        except (NotImplementedError, RuntimeError):
+        except (NotImplementedError, RuntimeError):  # no signal handlers on this platform or thread
             pass
         pending: list[dict] = []
 
