@@ -236,12 +236,9 @@ class Engine:
         return spent
 
     async def root_eval(self, pos: Game) -> tuple[float, np.ndarray]:
-        """The network's score lead and ownership (side to move) at ``pos``,
-        from the NN cache or one evaluation."""
+        """The network's score lead and ownership (side to move) at ``pos``:
+        one evaluation (the NN cache keeps no ownership)."""
         ev = self.batcher
-        hit = ev.cache_get(int(cache_key(pos.rec)))
-        if hit is not None:
-            return float(hit[2][0]), np.array(hit[3][0], dtype=np.float64)
         planes, slot = ev.current()
         self.encoder.encode(pos.rec, planes[slot])
         out, row = await ev.commit()
@@ -253,7 +250,7 @@ class Engine:
         arr = pos.arr.copy()
         B.play(arr[0], B.action_to_point(pos.size, action))
         hit = self.batcher.cache_get(int(cache_key(arr[0])))
-        return -float(hit[2][0]) if hit is not None else fallback
+        return -hit[2] if hit is not None else fallback
 
     def report(self, pos: Game, req: AnalyzeRequest, root_score: float, ownership: np.ndarray | None) -> Report:
         n = pos.size

@@ -42,6 +42,8 @@ class Encoder:
     # the same taking the board's (1,)-shaped record array: from Python this
     # costs about 1 us per call against about 5 us for a record argument
     encode_arr: Any = None
+    # the compiled search's number for this encoder (``search.puct.encode_leaf``)
+    ident: int = 0
 
     def alloc(self, n: int, batch: int | None = None) -> np.ndarray:
         """A zeroed ``[C, n, n]`` (or ``[batch, C, n, n]``) uint8 buffer."""
@@ -233,7 +235,7 @@ def encode_many(encode, recs, idx, out) -> None:
 
 
 ENCODERS: dict[str, Encoder] = {
-    "simple-v1": Encoder("simple-v1", SIMPLE_V1_PLANES, encode_simple_v1, encode_simple_v1_arr),
+    "simple-v1": Encoder("simple-v1", SIMPLE_V1_PLANES, encode_simple_v1, encode_simple_v1_arr, ident=0),
 }
 
 

@@ -2,6 +2,7 @@ import asyncio
 import threading
 
 import numpy as np
+import pytest
 
 from sayuri_async.infer.batcher import Batcher
 from sayuri_async.net.backends import NetOutput
@@ -153,8 +154,10 @@ def test_cache_returns_copies_of_rows():
         arr[slot, 0, 0, 0] = 9
         out, row = await bt.commit()
         bt.cache_put(1234, out, row)
+        out.policy[row] = -1.0  # the batch's arrays may be reused: the cache keeps its own copy
         hit = bt.cache_get(1234)
-        assert hit is not None and float(hit[2][0]) == 9.0
+        assert hit is not None and hit[2] == 9.0
+        assert np.all(hit[0] > 0) and abs(float(hit[0].sum()) - 1.0) < 1e-5
         assert bt.cache_get(999) is None
         assert bt.counters.cache_hits == 1 and bt.counters.cache_lookups == 2
         bt.close()
@@ -183,6 +186,41 @@ def test_a_client_with_several_requests_counts_once_when_it_blocks():
         assert [float(o.score[r]) for o, r in res] == [1.0, 2.0, 3.0, 4.0]
         assert be.calls == [4] and bt.counters.flush["waiting"] == 1
         assert bt.waiting == 0
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_one_commit_of_consecutive_slots_gets_its_first_row():
+    async def main():
+        be = FakeBackend()
+        bt = Batcher(be, 5, batch_size=8, timeout_ms=10_000)
+        bt.attach()
+        bt.attach()
+        arr, slot, room = bt.reserve()
+        assert (slot, room) == (0, 8)
+        arr[0:3, 0, 0, 0] = (5, 6, 7)
+        a = bt.commit(3)  # client A: a round of three leaves, then it blocks
+        arr, slot, room = bt.reserve()
+        assert (slot, room) == (3, 5)
+        arr[slot, 0, 0, 0] = 8
+        b = bt.commit(1)  # client B: now every client waits
+        (out_a, row_a), (out_b, row_b) = await asyncio.wait_for(asyncio.gather(a, b), 5)
+        assert [float(out_a.score[row_a + i]) for i in range(3)] == [5.0, 6.0, 7.0]
+        assert float(out_b.score[row_b]) == 8.0
+        assert be.calls == [4] and bt.counters.evals == 4 and bt.waiting == 0
+        assert bt.counters.queue_depth == 0
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_a_commit_larger_than_the_batch_is_refused():
+    async def main():
+        bt = Batcher(FakeBackend(), 5, batch_size=4, timeout_ms=10_000)
+        bt.attach()
+        with pytest.raises(ValueError, match="overflows"):
+            bt.commit(5)
         bt.close()
 
     asyncio.run(main())

@@ -38,7 +38,7 @@ def make_cfg(a, out: str, procs: int) -> SelfplayConfig:
         board_sizes=[a.board], num_games=0, parallel_games=a.parallel_games, batch_size=a.batch_size,
         timeout_ms=a.timeout_ms, playouts=a.playouts, reduce_playouts=0, reduce_playouts_prob=0.0,
         random_moves_factor=0.0, chunk_games=10_000, write_sgf=False, out=out, procs=procs,
-        device=a.device, weights=a.weights or "", seed=1, search=SearchConfig(),
+        device=a.device, weights=a.weights or "", seed=1, search=SearchConfig(node_capacity=a.node_capacity),
     )
 
 
@@ -135,6 +135,7 @@ def main() -> int:
     ap.add_argument("--procs", type=int, nargs="+", default=[1])
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--node-capacity", type=int, default=0, help="tree pool per game (0: sized from playouts, as the configs)")
     ap.add_argument("--parallel-games", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--timeout-ms", type=float, default=5.0)

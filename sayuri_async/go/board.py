@@ -130,6 +130,36 @@ def new_board(n: int, komi: float = 7.5) -> np.ndarray:
 
 
 @njit(cache=True)
+def copy_board(dst, src) -> None:
+    """``dst = src`` for the points of ``src``'s board only: the record has
+    room for MAX_N, and copying all of it costs 12.5 KB of memory traffic
+    where a 9x9 board uses 2 KB. Points past ``W * W`` are never read for a
+    board of that size, so the copy plays exactly like the original."""
+    m = src.w * src.w
+    dst.color[:m] = src.color[:m]
+    dst.parent[:m] = src.parent[:m]
+    dst.nxt[:m] = src.nxt[:m]
+    dst.libs[:m] = src.libs[:m]
+    dst.size[:m] = src.size[:m]
+    for k in range(HISTORY):
+        dst.hist[k, :m] = src.hist[k, :m]
+        dst.hist_hash[k] = src.hist_hash[k]
+        dst.hist_move[k] = src.hist_move[k]
+    dst.hash = src.hash
+    dst.komi = src.komi
+    dst.n = src.n
+    dst.w = src.w
+    dst.ko = src.ko
+    dst.to_move = src.to_move
+    dst.passes = src.passes
+    dst.move_num = src.move_num
+    dst.last_move = src.last_move
+    dst.hist_pos = src.hist_pos
+    for i in range(3):
+        dst.captures[i] = src.captures[i]
+
+
+@njit(cache=True)
 def action_to_point(n: int, a: int) -> int:
     if a == n * n:
         return PASS

@@ -2,14 +2,16 @@
 
 Vocabulary
 ----------
-client     a game coroutine attached to the batcher. It commits one or more
-           requests, then blocks until they are answered; the batcher counts
-           blocked clients (``waiting``) for the "every client waits" rule.
-request    one position: the client writes its planes straight into slot
-           ``slot`` of the filling buffer (``batcher.current()``), then
-           ``await batcher.commit()`` returns ``(output, row)``, where
-           ``output`` is the backend's NetOutput for the whole batch and
-           ``row`` the request's row in it. Nothing is copied on the way.
+client     a game coroutine attached to the batcher. It commits requests,
+           then blocks until they are answered; the batcher counts blocked
+           clients (``waiting``) for the "every client waits" rule.
+request    one position: the client writes its planes straight into a slot of
+           the filling buffer. ``reserve()`` gives the buffer, the next free
+           slot and how many slots are left before the batch is full; a
+           client may fill several consecutive slots (a search round's
+           leaves) and ``commit(count)`` them as one entry, whose future gives
+           ``(output, row)``: the backend's NetOutput for the whole batch and
+           the entry's first row in it. Nothing is copied on the way.
 buffer     a ``[max_batch, C, N, N]`` uint8 input array (pinned on CUDA). One
            fills on the loop while earlier ones run in the worker thread.
 flush      sending the filling buffer to the backend: when ``batch_size``
@@ -19,28 +21,41 @@ flush      sending the filling buffer to the backend: when ``batch_size``
 worker     one thread per device (a ThreadPoolExecutor with one thread, which
            batchers on the same device share) runs ``backend.run``; the event
            loop never blocks on it, so while batch k runs, batch k+1 fills.
-NN cache   results by position key (``search/puct.cache_key``), FIFO-evicted
-           at ``cache_size`` entries; rows are copied out of the batch output.
+NN cache   ``nn_cache`` (``infer/cache.py``): answers by position key, read and
+           written by the compiled search itself; ``cache_get``/``cache_put``
+           reach it from Python. It has no slots when ``cache_size`` is 0.
 """
 from __future__ import annotations
 
 import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cache import NNCache
 from .stats import Counters
 
 
 @dataclass
 class _Buffer:
     arr: np.ndarray  # [max_batch, C, N, N] uint8
-    futures: list
-    t_commit: list
-    finals: list  # True where the request is the last its client committed before blocking
-    count: int = 0
+    count: int = 0  # slots filled
+    # one entry per commit:
+    futures: list = field(default_factory=list)
+    firsts: list = field(default_factory=list)  # first slot
+    sizes: list = field(default_factory=list)  # slots
+    t_commit: list = field(default_factory=list)
+    finals: list = field(default_factory=list)  # True where the client blocked after this commit
+
+    def clear(self) -> None:
+        self.count = 0
+        self.futures.clear()
+        self.firsts.clear()
+        self.sizes.clear()
+        self.t_commit.clear()
+        self.finals.clear()
 
 
 class Batcher:
@@ -71,10 +86,10 @@ class Batcher:
         self._cur = self._new_buffer()
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._cache: dict[int, tuple] = {}
         self.cache_size = cache_size
+        self.nn_cache = NNCache(cache_size, board_size)
         self._closed = False
-        self._last: tuple[_Buffer, int] | None = None
+        self._last: _Buffer | None = None  # buffer of the latest commit
 
     # ---- settings ------------------------------------------------------
     @property
@@ -93,12 +108,11 @@ class Batcher:
             new = self._new_buffer()
             k = old.count
             new.arr[:k] = old.arr[:k]
-            new.futures[:k] = old.futures[:k]
-            new.t_commit[:k] = old.t_commit[:k]
-            new.finals[:k] = old.finals[:k]
             new.count = k
-            if self._last is not None and self._last[0] is old:
-                self._last = (new, self._last[1])
+            for name in ("futures", "firsts", "sizes", "t_commit", "finals"):
+                getattr(new, name).extend(getattr(old, name))
+            if self._last is old:
+                self._last = new
             self._cur = new
             if self._timer is not None and self._loop is not None:
                 self._timer.cancel()
@@ -111,10 +125,9 @@ class Batcher:
     def _new_buffer(self) -> _Buffer:
         if self._free:
             b = self._free.pop()
-            b.count = 0
+            b.clear()
             return b
-        arr = self.backend.alloc_input(self.max_batch, self.n)
-        return _Buffer(arr, [None] * self.max_batch, [0.0] * self.max_batch, [False] * self.max_batch)
+        return _Buffer(self.backend.alloc_input(self.max_batch, self.n))
 
     # ---- clients -------------------------------------------------------
     def attach(self) -> None:
@@ -128,41 +141,48 @@ class Batcher:
         """The filling buffer and the slot the next request will occupy."""
         return self._cur.arr, self._cur.count
 
+    def reserve(self) -> tuple[np.ndarray, int, int]:
+        """The filling buffer, its next free slot, and how many requests it
+        takes before it is full (at least 1)."""
+        buf = self._cur
+        return buf.arr, buf.count, max(min(self._batch_size, self.max_batch) - buf.count, 1)
+
     def cache_get(self, key: int):
+        """The NN cache's (policy [A], wdl [3], score) for ``key``, or None."""
         if not self.cache_size:
             return None
         c = self.counters
         c.cache_lookups += 1
-        hit = self._cache.get(key)
+        hit = self.nn_cache.get(key)
         if hit is not None:
             c.cache_hits += 1
         return hit
 
     def cache_put(self, key: int, output, row: int) -> None:
-        if not self.cache_size:
-            return
-        if len(self._cache) >= self.cache_size:
-            # FIFO eviction: dicts keep insertion order
-            for _ in range(max(1, self.cache_size // 16)):
-                self._cache.pop(next(iter(self._cache)))
-        self._cache[key] = (output.policy[row : row + 1].copy(), output.wdl[row : row + 1].copy(),
-                            output.score[row : row + 1].copy(), output.ownership[row : row + 1].copy())
+        if self.cache_size:
+            self.nn_cache.put(key, output.policy, output.wdl, output.score, row)
 
-    def commit(self, final: bool = True) -> asyncio.Future:
-        """Queue the request whose planes were written into ``current()``.
-        ``final``: the client blocks after this one (see ``block``)."""
+    def commit(self, count: int = 1, final: bool = True) -> asyncio.Future:
+        """Queue ``count`` requests whose planes were written into the
+        filling buffer from slot ``current()[1]`` on; the future gives
+        ``(output, first row)``. ``final``: the client blocks after this one
+        (see ``block``)."""
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
         buf = self._cur
-        fut = loop.create_future()
         i = buf.count
-        buf.futures[i] = fut
-        buf.t_commit[i] = time.perf_counter()
-        buf.finals[i] = False
-        buf.count = i + 1
-        self._last = (buf, i)
-        self.counters.queue_depth += 1
+        if i + count > self.max_batch:
+            raise ValueError(f"commit of {count} requests at slot {i} overflows the batch of {self.max_batch}")
+        fut = loop.create_future()
+        buf.futures.append(fut)
+        buf.firsts.append(i)
+        buf.sizes.append(count)
+        buf.t_commit.append(time.perf_counter())
+        buf.finals.append(False)
+        buf.count = i + count
+        self._last = buf
+        self.counters.queue_depth += count
         if buf.count >= self._batch_size or buf.count >= self.max_batch:
             self._flush("full")
         elif i == 0 and self.timeout_ms is not None:
@@ -174,8 +194,7 @@ class Batcher:
     def block(self) -> None:
         """The client that committed last now waits for its answers: it counts
         as waiting until the batch holding its last request comes back."""
-        buf, i = self._last
-        buf.finals[i] = True
+        self._last.finals[-1] = True
         self.waiting += 1
         self._check_all_waiting()
 
@@ -200,7 +219,7 @@ class Batcher:
         count = buf.count
         now = time.perf_counter()
         c = self.counters
-        c.queue_wait_s += sum(now - t for t in buf.t_commit[:count])
+        c.queue_wait_s += sum(k * (now - t) for k, t in zip(buf.sizes, buf.t_commit))
         c.in_flight += 1
         loop = self._loop or asyncio.get_running_loop()
         fut = loop.run_in_executor(self.executor, self._run, buf.arr, count)
@@ -215,13 +234,11 @@ class Batcher:
         c = self.counters
         c.in_flight -= 1
         c.queue_depth -= count
-        self.waiting -= sum(buf.finals[:count])
-        futures = buf.futures[:count]
-        for i in range(count):
-            buf.futures[i] = None
-            buf.finals[i] = False
+        self.waiting -= sum(buf.finals)
+        futures, firsts = list(buf.futures), list(buf.firsts)
         if buf.arr.shape[0] == self.max_batch:
-            self._free.append(buf)
+            self._free.append(buf)  # cleared when taken again
+        buf.futures.clear()
         exc = f.exception()
         if exc is not None:
             for fut in futures:
@@ -230,9 +247,9 @@ class Batcher:
             return
         out, busy = f.result()
         c.add_batch(count, reason, busy)
-        for i, fut in enumerate(futures):
+        for fut, first in zip(futures, firsts):
             if not fut.done():
-                fut.set_result((out, i))
+                fut.set_result((out, first))
 
     def close(self) -> None:
         if self._timer is not None:

@@ -202,7 +202,8 @@ def encode_sayuri_v3_arr(arr, out) -> None:
     encode_sayuri_v3(arr[0], out)
 
 
-ENCODER = features.Encoder(NAME, PLANES, encode_sayuri_v3, encode_sayuri_v3_arr)
+IDENT = 1  # features.Encoder.ident
+ENCODER = features.Encoder(NAME, PLANES, encode_sayuri_v3, encode_sayuri_v3_arr, ident=IDENT)
 
 
 def register() -> features.Encoder:

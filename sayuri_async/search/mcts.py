@@ -13,8 +13,8 @@ playout        one descent to a leaf plus its backup; a leaf costs one network
 SearchResult   per-action visits, Q and prior of the root, the policy target
                (visit distribution, or the Gumbel improved policy), the root
                value, the chosen action and whether it was a full search.
-evaluator      anything with ``current()``, ``commit()``, ``cache_get(key)``,
-               ``cache_put(key, out, row)`` and ``counters`` (the Batcher).
+evaluator      anything with ``reserve()``, ``commit(count)``, ``counters``
+               and optionally ``nn_cache`` (the Batcher; see its docstring).
 """
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ import numpy as np
 
 from ..features import get_encoder
 from ..go.game import Game
+from ..infer.cache import NNCache
 from . import gumbel as G
-from . import puct, tree
-from .puct import COLLISION, TERMINAL
+from . import tree
+from .puct import descend_round, finish_round
 from .tree import (
     N_PARAMS,
     P_C_BASE,
@@ -56,7 +57,7 @@ class SearchConfig:
     gumbel_considered_moves: int = 16
     gumbel_c_visit: float = 50.0
     gumbel_c_scale: float = 1.0
-    node_capacity: int = 200_000
+    node_capacity: int = 200_000  # nodes in a game's tree pool; 0: the caller sizes it (self-play: from playouts)
     max_moves_factor: float = 2.0  # a game is scored after factor * N*N moves
     reuse_tree: bool = True
     leaves_per_await: int = 4  # playouts of one search waiting on the network together (virtual loss)
@@ -85,15 +86,7 @@ class SearchResult:
     gumbel: bool
 
 
-_DESCEND: dict[str, object] = {}
-
-
-def descend_for(encoder_name: str):
-    """The compiled descent for an encoder (built once per process)."""
-    fn = _DESCEND.get(encoder_name)
-    if fn is None:
-        fn = _DESCEND[encoder_name] = puct.make_descend(get_encoder(encoder_name).encode)
-    return fn
+_NO_CACHE = NNCache(0, 1)  # no slots: the compiled search skips it
 
 
 class Search:
@@ -102,8 +95,8 @@ class Search:
         self.rng = rng or np.random.default_rng()
         self.ws = new_workspace()
         self.ws[0]["params"] = config.params()
-        self.nodes = new_nodes(config.node_capacity)
-        self._descend = descend_for(encoder)
+        self.ws[0]["encoder"] = get_encoder(encoder).ident
+        self.nodes = new_nodes(config.node_capacity or 200_000)
         self._leaves = max(1, min(int(config.leaves_per_await), MAX_LEAVES))
         self._root_key: tuple | None = None
         self._pv = np.zeros(64, dtype=np.int16)
@@ -173,46 +166,37 @@ class Search:
 
     async def playouts(self, ev, count: int, forced: int = -1) -> int:
         """``count`` playouts (all through root child ``forced`` when >= 0),
-        up to ``leaves_per_await`` of them waiting on the network together.
-        This loop is the Python side of the hot path: keep it lean."""
-        descend, ws, nodes = self._descend, self.ws, self.nodes  # playouts and requests are counted per round
-        current, commit = ev.current, ev.commit
-        use_cache = bool(getattr(ev, "cache_size", 1))
-        cache_get, cache_put = ev.cache_get, ev.cache_put
+        in rounds of up to ``leaves_per_await`` descents whose leaves wait on
+        the network together (one commit, one await, one compiled call each
+        way). This loop is the Python side of the hot path: keep it lean."""
+        ws, nodes = self.ws, self.nodes
+        reserve, commit = ev.reserve, ev.commit
+        cache = getattr(ev, "nn_cache", None)
+        if cache is None:
+            cache = _NO_CACHE
+        c_keys, c_policy, c_wdl, c_score = cache.keys, cache.policy, cache.wdl, cache.score
+        use_cache = c_keys.shape[0] > 0
         k_max = self._leaves
         counters = ev.counters
         done = 0
         while done < count:
-            want = min(k_max, count - done)
-            waiting = []
-            for i in range(want):
-                planes, slot = current()
-                key = descend(ws, nodes, planes, slot, forced, i)
-                if key == TERMINAL:
-                    done += 1
-                    counters.playouts += 1
-                    continue
-                if key == COLLISION:
-                    break
-                counters.requests += 1
-                if use_cache:
-                    hit = cache_get(key)
-                    if hit is not None:
-                        finish(ws, nodes, i, hit[0], hit[1], 0)
-                        done += 1
-                        counters.playouts += 1
-                        continue
-                waiting.append((i, key, commit(False)))
-            if not waiting:
+            planes, slot, room = reserve()
+            want = min(k_max, count - done, room)
+            leaves, completed, hits = descend_round(ws, nodes, planes, slot, want, forced, c_keys, c_policy, c_wdl)
+            done += completed
+            counters.playouts += completed
+            counters.requests += leaves + hits
+            if use_cache:
+                counters.cache_lookups += leaves + hits
+                counters.cache_hits += hits
+            if not leaves:
+                if not completed:
+                    break  # nothing to descend into (every move pruned)
                 continue
-            ev.block()
-            for i, key, fut in waiting:
-                out, row = await fut
-                if use_cache:
-                    cache_put(key, out, row)
-                finish(ws, nodes, i, out.policy, out.wdl, row)
-            done += len(waiting)
-            counters.playouts += len(waiting)
+            out, row = await commit(leaves)
+            finish_round(ws, nodes, leaves, out.policy, out.wdl, out.score, row, c_keys, c_policy, c_wdl, c_score)
+            done += leaves
+            counters.playouts += leaves
         return done
 
     def root_node(self) -> int:

@@ -12,11 +12,18 @@ descend     one playout's way down: replay the root position on the scratch
             whose features are then encoded for the network) or at the end of
             the game (scored at once and backed up: no network request).
 cache key   hash of the leaf's last eight positions, side to move and ko
-            point: two leaves with the same key get the same network output.
+            point (odd, never 0): two leaves with the same key get the same
+            network output.
+round       what one search does between two awaits: up to
+            ``leaves_per_await`` descents in one compiled call
+            (``descend_round``), whose leaves go to the batcher as one
+            request of consecutive slots, then one compiled call
+            (``finish_round``) that gives them the network's answers. Leaves
+            found in the NN cache (``infer/cache.py``) and ends of the game
+            are finished inside the round and cost no request.
 
-``make_descend(encode)`` compiles the descent around one feature encoder
-(encoders are numba functions; calling one passed as an argument would cost
-microseconds per call, so each encoder gets its own compiled descent).
+The descent encodes leaves with the encoder named by ``ws.encoder`` (see
+``encode_leaf``).
 """
 from __future__ import annotations
 
@@ -26,9 +33,12 @@ import numpy as np
 from numba import njit
 
 from ..go import board as B
+from ..features import encode_simple_v1
 from ..go.scoring import area_map
+from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3
+from ..infer.cache import cache_lookup, cache_store
 from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, add_virtual_loss,
-                   backup, expand_pending, in_game_table, transform_planes)
+                   backup, collect_moves, finish, in_game_table, transform_planes)
 
 TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
 COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
@@ -121,7 +131,7 @@ def cache_key(rec) -> np.uint64:
     k ^= np.uint64(rec.to_move) * np.uint64(0x9E3779B97F4A7C15)
     k ^= np.uint64(rec.ko) * np.uint64(0xC2B2AE3D27D4EB4F)
     k ^= np.uint64(rec.n) * np.uint64(0x165667B19E3779F9)
-    return k
+    return k | np.uint64(1)  # odd: never 0 (an empty cache slot), TERMINAL or COLLISION
 
 
 @njit(cache=True)
@@ -146,77 +156,124 @@ def terminal_value(rec) -> float:
     return 0.0
 
 
-def make_descend(encode):
-    """Compile ``descend(ws, nodes, planes, slot, forced, leaf_slot) -> key``
-    for one encoder. ``forced`` >= 0 is the node index of the root child to
+@njit(cache=True)
+def encode_leaf(ident: int, rec, out) -> None:
+    """Encode ``rec`` into ``out`` with the encoder ``ident``
+    (``features.Encoder.ident``). The compiled search names its encoders
+    here: a numba function passed as an argument costs microseconds per
+    call, and a closure over one cannot be cached on disk. A new encoder
+    adds its branch."""
+    if ident == SAYURI_V3_IDENT:
+        encode_sayuri_v3(rec, out)
+    else:
+        encode_simple_v1(rec, out)
+
+
+@njit(cache=True)
+def descend(ws, nodes, planes, slot: int, forced: int, leaf_slot: int) -> np.uint64:
+    """One descent. ``forced`` >= 0 is the node index of the root child to
     take. The path is kept in ``ws.paths[leaf_slot]``. The answer is
     TERMINAL (0) when the playout ended the game and was backed up already,
     COLLISION (2) when it met a pending leaf (nothing changed), else the
     leaf's (odd) cache key: the leaf is expanded as PENDING, the path carries
-    a virtual loss, the planes are in ``planes[slot]``, and ``tree.finish``
-    completes the playout."""
-
-    @njit(cache=True)
-    def descend(ws, nodes, planes, slot: int, forced: int, leaf_slot: int) -> np.uint64:
-        w = ws[0]
-        path = w.paths[leaf_slot]
-        while True:
-            w.scratch = w.root
-            rec = w.scratch
-            node = w.root_node
-            depth = 0
-            path[0] = node
+    a virtual loss, the planes (encoder ``ws.encoder``) are in
+    ``planes[slot]``, and ``tree.finish`` completes the playout."""
+    w = ws[0]
+    path = w.paths[leaf_slot]
+    while True:
+        B.copy_board(w.scratch, w.root)
+        rec = w.scratch
+        node = w.root_node
+        depth = 0
+        path[0] = node
+        if nodes[node].state == PENDING:
+            return np.uint64(COLLISION)
+        restart = False
+        terminal = False
+        while nodes[node].nchild > 0 and depth < path.shape[0] - 1:
+            if depth == 0 and forced >= 0:
+                child = forced
+            else:
+                child = select_child(nodes, node, w.params, depth == 0)
+            if child < 0:
+                break
+            a = nodes[child].action
+            p = B.action_to_point(rec.n, a)
+            B.play(rec, p)
+            h = rec.hash
+            if p != B.PASS and _seen_before(w, h, depth):
+                # superko: this child can never be played; choose again
+                nodes[child].prior = -1.0
+                restart = True
+                break
+            depth += 1
+            path[depth] = child
+            w.path_hash[depth] = h
+            node = child
             if nodes[node].state == PENDING:
                 return np.uint64(COLLISION)
-            restart = False
-            terminal = False
-            while nodes[node].nchild > 0 and depth < path.shape[0] - 1:
-                if depth == 0 and forced >= 0:
-                    child = forced
-                else:
-                    child = select_child(nodes, node, w.params, depth == 0)
-                if child < 0:
-                    break
-                a = nodes[child].action
-                p = B.action_to_point(rec.n, a)
-                B.play(rec, p)
-                h = rec.hash
-                if p != B.PASS and _seen_before(w, h, depth):
-                    # superko: this child can never be played; choose again
-                    nodes[child].prior = -1.0
-                    restart = True
-                    break
-                depth += 1
-                path[depth] = child
-                w.path_hash[depth] = h
-                node = child
-                if nodes[node].state == PENDING:
-                    return np.uint64(COLLISION)
-                if rec.passes >= 2 or rec.move_num >= w.max_moves:
-                    terminal = True
-                    break
-            if restart:
-                if forced >= 0:
-                    forced = -1
-                continue
-            w.depths[leaf_slot] = depth
-            if terminal:
-                v = terminal_value(rec)
-                w.terminal_value = v
-                backup(ws, nodes, leaf_slot, v, False)
-                return np.uint64(TERMINAL)
-            expand_pending(ws, nodes, node)
-            add_virtual_loss(ws, nodes, leaf_slot)
-            encode(rec, planes[slot])
-            key = cache_key(rec) | np.uint64(1)  # odd: never TERMINAL or COLLISION
-            sym = 0
-            if w.params[P_RANDOM_SYMMETRY] > 0.0:
-                sym = np.random.randint(0, 8)
-                if sym != 0:
-                    transform_planes(ws, planes, slot, sym, rec.n)
-                    key ^= np.uint64(sym) * np.uint64(0xD6E8FEB86659FD92) & ~np.uint64(1)
-            w.leaf_sym[leaf_slot] = sym
-            w.key = key
-            return key
+            if rec.passes >= 2 or rec.move_num >= w.max_moves:
+                terminal = True
+                break
+        if restart:
+            if forced >= 0:
+                forced = -1
+            continue
+        w.depths[leaf_slot] = depth
+        if terminal:
+            v = terminal_value(rec)
+            w.terminal_value = v
+            backup(ws, nodes, leaf_slot, v, False)
+            return np.uint64(TERMINAL)
+        collect_moves(ws, leaf_slot)
+        nodes[node].state = PENDING
+        add_virtual_loss(ws, nodes, leaf_slot)
+        encode_leaf(w.encoder, rec, planes[slot])
+        key = cache_key(rec)
+        sym = 0
+        if w.params[P_RANDOM_SYMMETRY] > 0.0:
+            sym = np.random.randint(0, 8)
+            if sym != 0:
+                transform_planes(ws, planes, slot, sym, rec.n)
+                key ^= np.uint64(sym) * np.uint64(0xD6E8FEB86659FD92) & ~np.uint64(1)
+        w.leaf_sym[leaf_slot] = sym
+        w.leaf_key[leaf_slot] = key
+        return key
 
-    return descend
+
+@njit(cache=True)
+def descend_round(ws, nodes, planes, slot: int, want: int, forced: int, c_keys, c_policy, c_wdl):
+    """Up to ``want`` descents; the k-th leaf that needs the network is
+    encoded into ``planes[slot + k]`` and waits in leaf slot k. A
+    collision ends the round early. Returns ``(leaves, completed, hits)``:
+    leaves waiting on the network, playouts already finished (ends of
+    the game and cache hits) and, of those, cache hits."""
+    leaves = 0
+    completed = 0
+    hits = 0
+    for _ in range(want):
+        key = descend(ws, nodes, planes, slot + leaves, forced, leaves)
+        if key == TERMINAL:
+            completed += 1
+            continue
+        if key == COLLISION:
+            break
+        j = cache_lookup(c_keys, key)
+        if j >= 0:
+            finish(ws, nodes, leaves, c_policy, c_wdl, j)
+            completed += 1
+            hits += 1
+            continue
+        leaves += 1
+    return leaves, completed, hits
+
+
+@njit(cache=True)
+def finish_round(ws, nodes, leaves: int, policy, wdl, score, row: int, c_keys, c_policy, c_wdl, c_score) -> None:
+    """Finish the round's ``leaves`` waiting leaves with rows ``row ..
+    row + leaves - 1`` of a batch's outputs, and remember them in the NN
+    cache (a no-op when it has no slots)."""
+    w = ws[0]
+    for i in range(leaves):
+        finish(ws, nodes, i, policy, wdl, row + i)
+        cache_store(c_keys, c_policy, c_wdl, c_score, w.leaf_key[i], policy, wdl, score, row + i)

@@ -21,10 +21,11 @@ workspace   ``[1]`` record of WS_DTYPE per game: the root position, a scratch
             as at move 3), the paths of the leaves waiting on the network
             (``paths[i, :depths[i] + 1]``, leaf last), the search parameters
             and the tree's bookkeeping (root node, nodes used).
-pending     a leaf gets its children (the legal moves, priors unknown) when
-            the descent reaches it, so the scratch board can move on; until
-            the network answers it is PENDING and another descent that meets
-            it stops (a collision).
+pending     a leaf's legal moves are listed in the workspace when the descent
+            reaches it (the scratch board moves on); until the network
+            answers it is PENDING and another descent that meets it stops (a
+            collision). The answer gives it its children, priors included,
+            in one pass (``expand``).
 virtual loss  every node on a waiting leaf's path counts one more visit and
             one more loss for the player who moved into it, so the next
             descents of the same search spread out; ``finish`` replaces it
@@ -86,11 +87,14 @@ WS_DTYPE = np.dtype(
         ("leaf_sym", np.int32, (MAX_LEAVES,)),  # symmetry the leaf was shown to the network in
         ("sym_map", np.int16, (8, MAX_ACTIONS)),  # sym_map[k, a]: where action a goes under symmetry k
         ("sym_n", np.int32),  # board size sym_map is for
+        ("encoder", np.int32),  # features.Encoder.ident of the planes the leaves get
         ("sym_buf", np.uint8, (SYM_BUF,)),
         ("root_node", np.int32),
         ("used", np.int32),
         ("max_moves", np.int32),
-        ("key", np.uint64),
+        ("leaf_key", np.uint64, (MAX_LEAVES,)),  # cache key of each waiting leaf
+        ("leaf_moves", np.int16, (MAX_LEAVES, MAX_ACTIONS)),  # its children to be (collect_moves)
+        ("leaf_nmoves", np.int32, (MAX_LEAVES,)),
         ("terminal_value", np.float64),
     ],
     align=True,
@@ -154,66 +158,75 @@ def tree_reset(ws, nodes) -> None:
 
 
 @njit(cache=True)
-def expand_pending(ws, nodes, node: int) -> int:
-    """Give ``node`` one child per simple-legal action of the scratch board
-    (the leaf's position), priors unknown: the node becomes PENDING.
-    Returns the number of children, or 0 when the pool is full."""
+def collect_moves(ws, leaf_slot: int) -> int:
+    """List the scratch board's simple-legal actions (pass last) in
+    ``ws.leaf_moves[leaf_slot]``: the children the leaf gets when its
+    priors arrive. Returns how many."""
     w = ws[0]
     rec = w.scratch
     n = rec.n
-    na = n * n + 1
-    first = w.used
-    if first + na > nodes.shape[0]:
-        return 0
-    k = first
-    for a in range(na):
-        if a < n * n:
-            p = (a // n + 1) * (n + 2) + a % n + 1
-            if not B.is_simple_legal(rec, p):
+    out = w.leaf_moves[leaf_slot]
+    k = 0
+    col = rec.color
+    wd = n + 2
+    ko = rec.ko
+    for y in range(n):
+        base = (y + 1) * wd + 1
+        for x in range(n):
+            p = base + x
+            if col[p] != B.EMPTY or p == ko:
                 continue
-        c = nodes[k]
-        c.visits = 0
-        c.nchild = 0
-        c.action = a
-        c.first = -1
-        c.ordered = 0
-        c.state = 0
-        c.prior = 0.0
-        c.wsum = 0.0
-        k += 1
-    nd = nodes[node]
-    nd.first = first
-    nd.nchild = k - first
-    nd.ordered = 0
-    nd.state = PENDING
-    w.used = k
-    return k - first
+            # an empty neighbour makes the move legal: the common case, checked inline
+            if (col[p - 1] == B.EMPTY or col[p + 1] == B.EMPTY or col[p - wd] == B.EMPTY
+                    or col[p + wd] == B.EMPTY or B.is_simple_legal(rec, p)):
+                out[k] = y * n + x
+                k += 1
+    out[k] = n * n  # pass
+    k += 1
+    w.leaf_nmoves[leaf_slot] = k
+    return k
 
 
 @njit(cache=True)
-def set_priors(ws, nodes, node: int, policy, row: int, sym: int) -> None:
-    """Priors of a pending node's children from ``policy[row]`` (a policy
-    over the board as transformed by symmetry ``sym``), renormalised over its
-    (legal) actions; the node stops being pending."""
+def expand(ws, nodes, node: int, leaf_slot: int, policy, row: int, sym: int) -> int:
+    """Give the pending ``node`` its children: one per action listed for
+    ``leaf_slot`` (``collect_moves``), with priors from ``policy[row]`` (a
+    policy over the board as transformed by symmetry ``sym``) renormalised
+    over them. The children are written once, here, in one pass: a search
+    touches each new node's memory only when its prior is known. The node
+    stops being pending; it stays a leaf when the pool is full. Returns the
+    number of children."""
+    w = ws[0]
     nd = nodes[node]
-    first = nd.first
-    end = first + nd.nchild
-    smap = ws[0].sym_map[sym]
-    total = 0.0
-    for i in range(first, end):
-        pr = policy[row, smap[nodes[i].action]]
-        nodes[i].prior = pr
-        total += pr
-    if total > 0.0:
-        inv = 1.0 / total
-        for i in range(first, end):
-            nodes[i].prior = nodes[i].prior * inv
-    elif end > first:
-        u = 1.0 / (end - first)
-        for i in range(first, end):
-            nodes[i].prior = u
-    nd.ordered = 0
     nd.state = 0
+    nd.ordered = 0
+    moves = w.leaf_moves[leaf_slot]
+    k = w.leaf_nmoves[leaf_slot]
+    first = w.used
+    if first + k > nodes.shape[0]:
+        return 0
+    pol = policy[row]
+    smap = w.sym_map[sym]
+    total = 0.0
+    for i in range(k):
+        total += pol[smap[moves[i]]]
+    inv = 1.0 / total if total > 0.0 else 0.0
+    uniform = 1.0 / k
+    for i in range(k):
+        c = nodes[first + i]
+        a = moves[i]
+        c.visits = 0
+        c.first = -1
+        c.nchild = 0
+        c.action = a
+        c.ordered = 0
+        c.state = 0
+        c.prior = pol[smap[a]] * inv if total > 0.0 else uniform
+        c.wsum = 0.0
+    nd.first = first
+    nd.nchild = k
+    w.used = first + k
+    return k
 
 
 @njit(cache=True)
@@ -273,7 +286,7 @@ def finish(ws, nodes, leaf_slot: int, policy, wdl, row: int) -> None:
     w = ws[0]
     leaf = w.paths[leaf_slot, w.depths[leaf_slot]]
     if nodes[leaf].state == PENDING:
-        set_priors(ws, nodes, leaf, policy, row, w.leaf_sym[leaf_slot])
+        expand(ws, nodes, leaf, leaf_slot, policy, row, w.leaf_sym[leaf_slot])
     backup(ws, nodes, leaf_slot, wdl[row, 0] - wdl[row, 2], True)
 
 

@@ -23,7 +23,7 @@ resign_threshold    resign when the root winrate stays below it for
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..configfile import ConfigError, fill, read_toml
 from ..search.mcts import SearchConfig
@@ -60,6 +60,18 @@ class SelfplayConfig:
     out: str = "runs/selfplay"
     generation: int = 0  # written into chunk names (the RL loop's generation)
     search: SearchConfig = field(default_factory=SearchConfig)
+
+    def search_config(self) -> SearchConfig:
+        """The search settings with ``node_capacity = 0`` resolved: room for
+        two full searches on the largest board (a search adds at most
+        ``playouts x (N*N + 1)`` nodes, and the tree starts afresh when half
+        full). Small pools stay in the CPU caches; 64 games of 200,000 nodes
+        would touch 400 MB."""
+        if self.search.node_capacity > 0:
+            return self.search
+        n = max(self.board_sizes)
+        need = 4 * (max(self.playouts, self.reduce_playouts) + 1) * (n * n + 1)
+        return replace(self.search, node_capacity=max(need, 20_000))
 
     def __post_init__(self) -> None:
         for s in self.board_sizes:

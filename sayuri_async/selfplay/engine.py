@@ -56,6 +56,7 @@ class Engine:
                                             generator=getattr(backend, "name", "random"), write_sgf=cfg.write_sgf,
                                             generation=cfg.generation)
         self.parallel_games = cfg.parallel_games
+        self.search_cfg = cfg.search_config()
         self.live: dict[int, LiveGame] = {}
         self.started = 0
         self.finished = 0
@@ -143,7 +144,7 @@ class Engine:
             batcher.attach()
 
     async def _worker(self, wid: int) -> None:
-        search = Search(self.cfg.search, self.encoder, rng=np.random.default_rng(self.rng.integers(1 << 62)))
+        search = Search(self.search_cfg, self.encoder, rng=np.random.default_rng(self.rng.integers(1 << 62)))
         while self._want_more_games() and len(self._workers) <= self.parallel_games:
             await self._paused.wait()
             if not self._want_more_games():

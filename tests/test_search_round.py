@@ -1,0 +1,165 @@
+"""A search round (several leaves, one commit), the compiled NN cache, the
+deferred expansion and the compact board copy the descent uses."""
+import asyncio
+
+import numpy as np
+import pytest
+
+from sayuri_async.go import board as B
+from sayuri_async.go.game import Game
+from sayuri_async.infer.batcher import Batcher
+from sayuri_async.infer.cache import NNCache, capacity_for
+from sayuri_async.net.backends import RandomBackend
+from sayuri_async.search.mcts import Search, SearchConfig
+from sayuri_async.search.puct import cache_key
+from sayuri_async.selfplay.config import SelfplayConfig
+
+from helpers_search import InstantEvaluator
+
+
+def random_game(n: int, moves: int, seed: int) -> Game:
+    g = Game(n)
+    rng = np.random.default_rng(seed)
+    for _ in range(moves):
+        legal = np.flatnonzero(g.legal_actions())
+        g.play(int(rng.choice(legal)))
+    return g
+
+
+async def search_with_batcher(bt: Batcher, game: Game, playouts: int, search: Search):
+    bt.attach()
+    try:
+        return await search.run(game, bt, playouts)
+    finally:
+        bt.detach()
+
+
+def test_a_repeated_search_is_answered_by_the_cache_and_builds_the_same_tree():
+    g = random_game(9, 12, seed=1)
+    bt = Batcher(RandomBackend(seed=5), 9, batch_size=8, timeout_ms=1.0, cache_size=50_000)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(0))
+
+    async def twice():
+        first = await search_with_batcher(bt, g, 200, s)
+        evals = bt.counters.evals
+        assert evals > 0 and bt.counters.cache_hits == 0
+        s.reset()
+        second = await search_with_batcher(bt, g, 200, s)
+        return first, second, evals
+
+    first, second, evals = asyncio.run(twice())
+    # every leaf of the second search was seen by the first: no new network work
+    assert bt.counters.evals == evals
+    assert bt.counters.cache_hits > 0
+    np.testing.assert_array_equal(first.visits, second.visits)
+    np.testing.assert_allclose(first.prior, second.prior)
+    bt.close()
+
+
+def test_without_a_cache_every_leaf_goes_to_the_network():
+    g = random_game(9, 6, seed=2)
+    bt = Batcher(RandomBackend(seed=5), 9, batch_size=8, timeout_ms=1.0, cache_size=0)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(0))
+    asyncio.run(search_with_batcher(bt, g, 100, s))
+    assert bt.counters.cache_lookups == 0 and bt.counters.cache_hits == 0
+    assert bt.counters.evals == bt.counters.requests > 0
+    bt.close()
+
+
+def test_a_round_commits_its_leaves_as_consecutive_slots():
+    g = random_game(9, 4, seed=3)
+    seen = []
+
+    class Recording(InstantEvaluator):
+        def commit(self, count=1, final=True):
+            seen.append(count)
+            # each slot holds a distinct leaf position (own + opponent stones differ)
+            sigs = {self.buf[i, :2].tobytes() for i in range(count)}
+            assert len(sigs) == count
+            return super().commit(count, final)
+
+    s = Search(SearchConfig(leaves_per_await=4), "simple-v1", rng=np.random.default_rng(0))
+    ev = Recording(9)
+    res = asyncio.run(s.run(g, ev, 101))
+    assert max(seen) == 4 and sum(seen) == ev.requests
+    assert res.playouts == 101 and int(res.visits.sum()) >= 100
+
+
+def test_children_get_priors_over_the_legal_moves_only():
+    g = random_game(7, 10, seed=4)
+    legal = g.legal_actions().astype(bool)
+    pol = np.random.default_rng(0).random(50).astype(np.float32)
+
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(0))
+    ev = InstantEvaluator(7, policy_fn=lambda planes: pol)
+    asyncio.run(s.run(g, ev, 1))
+    visits, q, prior = s.stats(7)
+    np.testing.assert_array_equal(prior > 0, legal)  # superko-free position: simple-legal == legal
+    np.testing.assert_allclose(prior[legal], pol[legal] / pol[legal].sum(), rtol=1e-5)
+
+
+def test_a_full_pool_leaves_the_leaf_unexpanded_and_the_search_goes_on():
+    g = random_game(9, 3, seed=5)
+    s = Search(SearchConfig(node_capacity=200), "simple-v1", rng=np.random.default_rng(0))
+    ev = InstantEvaluator(9)
+    res = asyncio.run(s.run(g, ev, 50))
+    assert int(s.ws[0]["used"]) <= 200
+    assert res.playouts == 50
+    assert s.root_visits() >= 50
+
+
+def test_cache_keys_are_odd_and_depend_on_side_to_move():
+    g = random_game(9, 5, seed=6)
+    k1 = int(cache_key(g.rec))
+    assert k1 & 1 == 1
+    h = g.copy()
+    h.play(81)  # a pass: same stones, other side to move
+    assert int(cache_key(h.rec)) != k1
+
+
+def test_nn_cache_rounds_capacity_up_and_replaces_in_place():
+    assert capacity_for(0) == 0 and capacity_for(1) == 1 and capacity_for(20_000) == 32_768
+    c = NNCache(4, 5)
+    pol = np.arange(2 * 26, dtype=np.float32).reshape(2, 26)
+    wdl = np.ones((2, 3), np.float32)
+    score = np.array([1.5, -2.5], np.float32)
+    c.put(5, pol, wdl, score, 0)
+    assert c.get(5)[2] == 1.5 and c.get(9) is None
+    c.put(9, pol, wdl, score, 1)  # same slot (9 & 3 == 5 & 3): replaces key 5
+    assert c.get(5) is None and c.get(9)[2] == -2.5
+    np.testing.assert_array_equal(c.get(9)[0], pol[1])
+
+
+@pytest.mark.parametrize("n,moves,start", [(9, 30, 19), (19, 60, 9), (7, 20, 13), (13, 40, 13)])
+def test_copy_board_copies_every_field_a_board_uses(n, moves, start):
+    src = random_game(n, moves, seed=n).arr
+    dst = B.new_board(start)  # a record that held another board size: stale data past W*W
+    dst[0]["hist"][:] = 5
+    B.copy_board(dst[0], src[0])
+    m = (n + 2) ** 2
+    for name in B.BOARD_DTYPE.names:
+        a, b = src[0][name], dst[0][name]
+        if name == "hist":
+            np.testing.assert_array_equal(a[:, :m], b[:, :m], err_msg=name)
+        elif np.ndim(a) == 1 and a.shape[0] == B.MAX_P:
+            np.testing.assert_array_equal(a[:m], b[:m], err_msg=name)
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    # and it plays on exactly like the original
+    rng = np.random.default_rng(0)
+    for _ in range(15):
+        mask = np.zeros(n * n + 1, np.uint8)
+        B.legal_actions(src[0], mask)
+        a = int(rng.choice(np.flatnonzero(mask)))
+        p = B.action_to_point(n, a)
+        assert B.play(src[0], p) == B.play(dst[0], p)
+        assert src[0]["hash"] == dst[0]["hash"]
+
+
+def test_selfplay_sizes_the_tree_pool_from_playouts_and_board():
+    cfg = SelfplayConfig(board_sizes=[9, 19], playouts=100, search=SearchConfig(node_capacity=0))
+    assert cfg.search_config().node_capacity == 4 * 101 * 362
+    small = SelfplayConfig(board_sizes=[7], playouts=10, search=SearchConfig(node_capacity=0))
+    assert small.search_config().node_capacity == 20_000
+    fixed = SelfplayConfig(search=SearchConfig(node_capacity=12345))
+    assert fixed.search_config().node_capacity == 12345
