@@ -378,6 +378,38 @@ def play(rec, p: int) -> int:
     return captured
 
 
+LEGAL, OCCUPIED, KO, SUICIDE, SUPERKO = 0, 1, 2, 3, 4  # illegal_reason's answers
+
+
+@njit(cache=True)
+def illegal_reason(arr, p: int, hashes, n_hashes: int, superko: bool) -> int:
+    """Why the side to move may not play point ``p`` on ``arr[0]`` (LEGAL
+    when it may); ``hashes[:n_hashes]`` are the game's earlier positions
+    for positional superko. Takes the ``(1,)`` array: from Python that is
+    about 1 us per call against about 5 us for a record argument."""
+    rec = arr[0]
+    if p == PASS:
+        return LEGAL
+    if rec.color[p] != EMPTY:
+        return OCCUPIED
+    if p == rec.ko:
+        return KO
+    if not is_simple_legal(rec, p):
+        return SUICIDE
+    if superko:
+        h = hash_after(rec, p)
+        for i in range(n_hashes):
+            if hashes[i] == h:
+                return SUPERKO
+    return LEGAL
+
+
+@njit(cache=True)
+def play_arr(arr, p: int) -> int:
+    """``play(arr[0], p)`` for Python callers (the cheap way to pass a board)."""
+    return play(arr[0], p)
+
+
 @njit(cache=True)
 def legal_actions(rec, out) -> int:
     """Write 1 into ``out[a]`` for every simple-legal action (pass included)."""

@@ -67,6 +67,9 @@ def _copy_record(arr: np.ndarray) -> np.ndarray:
     return arr.view(np.uint8).copy().view(B.BOARD_DTYPE)
 
 
+_REASONS = {B.LEGAL: None, B.OCCUPIED: "occupied", B.KO: "ko", B.SUICIDE: "suicide", B.SUPERKO: "superko"}
+
+
 @dataclass
 class _Undo:
     rec: np.ndarray
@@ -153,24 +156,14 @@ class Game:
             return f"action {action} is off the board"
         if action == n * n:
             return None
-        rec = self.rec
-        p = B.action_to_point(n, action)
-        if rec["color"][p] != B.EMPTY:
-            return "occupied"
-        r = rec
-        if color is not None and color != int(rec["to_move"]):
-            r = _copy_record(self.arr)[0]  # probe the other side's move
-            r["to_move"] = color
-            r["ko"] = B.NO_KO
-        if p == int(r["ko"]):
-            return "ko"
-        if not B.is_simple_legal(r, p):
-            return "suicide"
-        if self.rules.superko:
-            h = B.hash_after(r, p)
-            if np.any(self.history_hashes() == h):
-                return "superko"
-        return None
+        arr = self.arr
+        if color is not None and color != self.to_move:
+            arr = _copy_record(self.arr)  # probe the other side's move
+            arr[0]["to_move"] = color
+            arr[0]["ko"] = B.NO_KO
+        code = B.illegal_reason(arr, B.action_to_point(n, action), self._hashes, self._n_hashes,
+                                self.rules.superko)
+        return _REASONS[code]
 
     def is_legal(self, action: int, color: int | None = None) -> bool:
         return self.why_illegal(action, color) is None
@@ -198,13 +191,14 @@ class Game:
             where = action_to_vertex(action, n) if 0 <= action <= n * n else f"action {action}"
             raise IllegalMove(f"illegal move {who} {where}: {why}")
         self._undo.append(_Undo(_copy_record(self.arr), self._n_hashes))
-        rec = self.rec
-        if color is not None and color != int(rec["to_move"]):
+        mover = self.to_move
+        if color is not None and color != mover:
+            rec = self.rec
             rec["to_move"] = color
             rec["ko"] = B.NO_KO
-        mover = int(rec["to_move"])
-        captured = B.play(rec, B.action_to_point(self.size, action))
-        self._push_hash(int(rec["hash"]))
+            mover = color
+        captured = B.play_arr(self.arr, B.action_to_point(self.size, action))
+        self._push_hash(int(self.arr[0]["hash"]))
         self.moves.append((mover, action))
         self.comments.append("")
         return int(captured)
