@@ -68,6 +68,17 @@ def test_verdict_kinds(r, settings, kind):
     assert verdict(r, settings) == v.text
 
 
+def test_verdict_names_the_backend_when_the_network_runs_on_the_cpu():
+    on_cpu = diagnose(fig(loop_busy=1.0, gpu_busy=0.33), {**S, "device": "cpu"}).text
+    assert "backend 33%" in on_cpu and "GPU" not in on_cpu
+    on_gpu = diagnose(fig(gpu_busy=0.97, loop_busy=0.6, avgBatchSize=250.0),
+                      {**S, "batch_size": 256, "parallel_games": 512, "device": "cuda:0"})
+    assert on_gpu.kind == "GPU-bound" and on_gpu.text.startswith("GPU-bound: GPU 97%")
+    bound = diagnose(fig(gpu_busy=0.97, loop_busy=0.6, avgBatchSize=250.0),
+                     {**S, "batch_size": 256, "parallel_games": 512, "device": "cpu"})
+    assert bound.text.startswith("backend-bound: backend 97%") and "GPU" not in bound.text
+
+
 def test_verdict_texts_carry_the_numbers():
     cpu = diagnose(fig(loop_busy=1.0, gpu_busy=0.33), S).text
     assert "loop 100% busy" in cpu and "GPU 33%" in cpu and "--procs" in cpu

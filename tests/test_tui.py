@@ -163,7 +163,7 @@ def test_keys_change_an_engine_settings(tmp_path):
         for cmd in rep.update([engine.status()]):
             engine.control(cmd)
         st = engine.status()["settings"]
-        assert st == {"batch_size": 32, "parallel_games": 64, "timeout_ms": 2.0, "paused": True}
+        assert st == {"batch_size": 32, "parallel_games": 64, "timeout_ms": 2.0, "paused": True, "device": "cpu"}
         assert all(b.batch_size == 32 for b in engine.batchers.values())
     finally:
         engine.close()

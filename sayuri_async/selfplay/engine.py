@@ -199,6 +199,7 @@ class Engine:
                 "parallel_games": self.parallel_games,
                 "timeout_ms": next(iter(self.batchers.values())).timeout_ms,
                 "paused": self.paused,
+                "device": str(getattr(self.backend, "device", "cpu")),
             },
             "games": [asdict(g) for g in self.live.values()],
             "finished": self.finished,

@@ -177,6 +177,8 @@ def diagnose(r: dict, settings: dict) -> Verdict:
         return Verdict("paused", "paused: press p to resume")
     if not r or r.get("nnEvals/s", 0) <= 0:
         return Verdict("warming up", "warming up: no batches yet")
+    # the busy figure is the backend's: a GPU's, or the CPU's when the network runs there
+    dev = busy_label(settings)
     loop = r.get("loop_busy_max", r["loop_busy"])
     gpu = r["gpu_busy"]
     b, p = int(settings.get("batch_size", 0)), int(settings.get("parallel_games", 0))
@@ -184,38 +186,38 @@ def diagnose(r: dict, settings: dict) -> Verdict:
     share = r.get("flush_share", {})
     full = avg >= FULL_BATCH * b
     if loop >= LOOP_SATURATED and gpu < GPU_IDLE:
-        return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy, GPU {gpu:.0%}: add processes (--procs) "
+        return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy, {dev} {gpu:.0%}: add processes (--procs) "
                                     f"or lower the search cost (playouts)")
     leaves = int(settings.get("leaves_per_await", 1) or 1)
     need = games_needed(b, leaves)
     if p < need and gpu < GPU_SATURATED:
         return Verdict("starved", f"starved: too few games: parallel_games {p} < {rule_text(b, leaves)}, "
-                                  f"avg batch {avg:.0f}, loop {loop:.0%}, GPU {gpu:.0%}: "
+                                  f"avg batch {avg:.0f}, loop {loop:.0%}, {dev} {gpu:.0%}: "
                                   f"raise parallel_games or lower batch_size")
     if gpu >= GPU_SATURATED:
         if not full:
-            return Verdict("starved", f"starved: GPU {gpu:.0%} busy on batches of {avg:.0f} of {b}: raise "
+            return Verdict("starved", f"starved: {dev} {gpu:.0%} busy on batches of {avg:.0f} of {b}: raise "
                                       f"parallel_games (now {p}, rule of thumb {need})")
         if b < SMALL_BATCH and loop < LOOP_SATURATED:
-            return Verdict("batch too small", f"batch too small for the GPU: GPU {gpu:.0%} busy at batch {b}, "
+            return Verdict("batch too small", f"batch too small for the {dev}: {dev} {gpu:.0%} busy at batch {b}, "
                                               f"loop {loop:.0%}: raise batch_size with parallel_games "
                                               f"following it (rule of thumb: {rule_text(b, leaves)})")
-        return Verdict("GPU-bound", f"GPU-bound: GPU {gpu:.0%} busy, loop {loop:.0%}, batches full "
-                                    f"({avg:.0f} of {b}): a smaller net or another GPU")
+        return Verdict("GPU-bound", f"{dev}-bound: {dev} {gpu:.0%} busy, loop {loop:.0%}, batches full "
+                                    f"({avg:.0f} of {b}): a smaller net or another {dev if dev == 'GPU' else 'device'}")
     if share.get("timeout", 0.0) >= 0.3 and not full:
         return Verdict("timeouts", f"batches leave on timeout (avg {avg:.0f} of {b}): raise parallel_games "
                                    f"or lower timeout_ms")
     if max(loop, gpu) < GPU_IDLE:
         load, procs = r.get("host_load", 0.0), int(r.get("procs", 1))
         if load >= 1.0 and procs < r.get("cores", 1):
-            return Verdict("contended", f"contended: loop {loop:.0%}, GPU {gpu:.0%} while the machine's load is "
+            return Verdict("contended", f"contended: loop {loop:.0%}, {dev} {gpu:.0%} while the machine's load is "
                                         f"{load:.1f} per core with {procs} engine process(es): other programs "
                                         f"take the CPU")
-        return Verdict("latency-bound", f"latency-bound: loop {loop:.0%}, GPU {gpu:.0%} at "
+        return Verdict("latency-bound", f"latency-bound: loop {loop:.0%}, {dev} {gpu:.0%} at "
                                         f"{r.get('nnBatches/s', 0.0):.0f} batches/s of {avg:.0f}: the loop waits on "
                                         f"batch round trips; keep more batches in flight (parallel_games above "
                                         f"{need}), make them larger (batch_size) or add processes")
-    return Verdict("balanced", f"balanced: loop {loop:.0%}, GPU {gpu:.0%}, avg batch {avg:.0f} of {b}")
+    return Verdict("balanced", f"balanced: loop {loop:.0%}, {dev} {gpu:.0%}, avg batch {avg:.0f} of {b}")
 
 
 def games_needed(batch_size: int, leaves_per_await: int = 1) -> int:
@@ -235,6 +237,11 @@ def verdict(r: dict, settings: dict, games_live: int = 0) -> str:
     return diagnose(r, settings).text
 
 
+def busy_label(settings: dict) -> str:
+    """What the busy figure measures: a GPU, or the backend on the CPU."""
+    return "GPU" if str(settings.get("device", "cuda")).startswith("cuda") else "backend"
+
+
 def summary_lines(agg: dict, overall: dict) -> list[str]:
     if not agg:
         return ["no figures"]
@@ -245,7 +252,7 @@ def summary_lines(agg: dict, overall: dict) -> list[str]:
     if overall:
         lines.append(
             f"nnEvals/s {overall['nnEvals/s']:.0f}  avgBatchSize {overall['avgBatchSize']:.1f}  "
-            f"GPU busy {overall['gpu_busy']:.0%}  loop busy {overall['loop_busy']:.0%}  "
+            f"{busy_label(agg.get('settings', {}))} busy {overall['gpu_busy']:.0%}  loop busy {overall['loop_busy']:.0%}  "
             f"games/s {overall['games/s']:.2f}  cache hits {overall['cache_hit_rate']:.0%}"
         )
     return lines
@@ -256,7 +263,7 @@ def plain_line(agg: dict, r: dict, leaves_per_await: int = 1) -> str:
     s = {**agg["settings"], "leaves_per_await": leaves_per_await}
     return (f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
             f"evals/s {r['nnEvals/s']:8.0f}  batch {r['avgBatchSize']:5.1f}/{s['batch_size']}  "
-            f"games {s['parallel_games']}  gpu {r['gpu_busy']:4.0%}  "
+            f"games {s['parallel_games']}  {busy_label(s).lower()} {r['gpu_busy']:4.0%}  "
             f"loop {r.get('loop_busy_max', r['loop_busy']):4.0%}  "
             f"moves/s {r['moves/s']:6.1f}  | {diagnose(r, s).text}")
 
