@@ -120,6 +120,23 @@ def test_history_and_last_moves():
     assert not x[18:24].any()  # before the game began
 
 
+@pytest.mark.parametrize("extra", [0, 1, 2, 5])
+def test_every_history_step_marks_the_move_that_led_to_it(extra):
+    """Step k's move plane marks the move played k plies ago (moves[-1 - k]),
+    empty for a pass; step 7 (plane 23) comes from the board's move ring,
+    the others from consecutive positions, and both must agree with the
+    game's own move list."""
+    g = Game(9, 7.5)
+    seq = ["E5", "C3", "G7", "pass", "D4", "F6", "B2", "H8", "pass", "A1", "J9", "C7", "G3"][: 8 + extra]
+    for v in seq:
+        g.play(vertex_to_action(v, 9))
+    x = ENCODER(g.arr)
+    for k in range(8):
+        played = seq[-1 - k]
+        want = set() if played == "pass" else {played}
+        assert cells(x[3 * k + 2]) == want, f"history step {k} (plane {3 * k + 2})"
+
+
 def test_liberty_planes_both_colours():
     x = ENCODER(setup(9, "A1 E5", "B1 J9 H9"))
     assert cells(x[P_LIBS]) == {"A1"} and cells(x[P_LIBS + 1]) == {"B1"}
