@@ -163,3 +163,33 @@ def test_selfplay_sizes_the_tree_pool_from_playouts_and_board():
     assert small.search_config().node_capacity == 20_000
     fixed = SelfplayConfig(search=SearchConfig(node_capacity=12345))
     assert fixed.search_config().node_capacity == 12345
+
+
+def test_dirichlet_noise_mixes_a_distribution_into_the_open_root_moves_only():
+    g = random_game(9, 6, seed=7)
+    cfg = SearchConfig(dirichlet_epsilon=0.25, dirichlet_alpha_scale=0.03 * 361)
+    s = Search(cfg, "simple-v1", rng=np.random.default_rng(0))
+    ev = InstantEvaluator(9)
+    asyncio.run(s.run(g, ev, 1))  # expand the root: uniform priors
+    assert s.restrict_root({81})  # pass is not open
+    _, _, before = s.stats(9)
+    open_ = before > 0
+    draws = []
+    for _ in range(400):
+        r = s.nodes[s.root_node()]
+        kids = s.nodes[int(r["first"]) : int(r["first"]) + int(r["nchild"])]
+        saved = kids["prior"].copy()
+        s.add_dirichlet_noise()
+        _, _, after = s.stats(9)
+        assert after[81] == -1.0  # the restricted move stays out
+        # the noise is a distribution over the open moves: its weight eps is added
+        assert abs(float(after[open_].sum()) - (0.75 * float(before[open_].sum()) + 0.25)) < 1e-5
+        assert not np.allclose(after[open_], before[open_])
+        draws.append((after[open_] - 0.75 * before[open_]) / 0.25)  # the noise itself
+        kids["prior"] = saved
+    noise = np.array(draws)
+    assert np.all(noise >= -1e-6)
+    np.testing.assert_allclose(noise.sum(axis=1), 1.0, atol=1e-4)
+    # Dirichlet with equal alphas: each move's mean share is 1 / moves
+    np.testing.assert_allclose(noise.mean(axis=0).mean(), 1.0 / open_.sum(), rtol=1e-3)
+    assert noise.max(axis=1).mean() > 5.0 / open_.sum()  # small alpha: spiky draws, not uniform

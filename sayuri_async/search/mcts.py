@@ -38,9 +38,11 @@ from .tree import (
     child_index,
     MAX_LEAVES,
     finish,
+    mix_root_noise,
     new_nodes,
     new_workspace,
     principal_variation,
+    root_choices,
     root_stats,
     tree_reset,
 )
@@ -210,17 +212,14 @@ class Search:
         return float(-r["wsum"] / r["visits"]) if r["visits"] else 0.0
 
     def add_dirichlet_noise(self) -> None:
-        r = self.nodes[self.root_node()]
-        first, k = int(r["first"]), int(r["nchild"])
+        """Mix Dirichlet(alpha) noise into the open root children's priors,
+        alpha = dirichlet_alpha_scale / their number (drawn as normalised
+        Gamma(alpha) variates)."""
+        k = root_choices(self.ws, self.nodes)
         if k == 0:
             return
-        kids = self.nodes[first : first + k]
-        ok = kids["prior"] >= 0
-        alpha = self.cfg.dirichlet_alpha_scale / max(int(ok.sum()), 1)
-        noise = self.rng.dirichlet(np.full(int(ok.sum()), alpha))
-        eps = self.cfg.dirichlet_epsilon
-        kids["prior"][ok] = (1 - eps) * kids["prior"][ok] + eps * noise
-        self.nodes[self.root_node()]["ordered"] = 0  # priors changed: reorder lazily
+        gammas = self.rng.standard_gamma(self.cfg.dirichlet_alpha_scale / k, size=k)
+        mix_root_noise(self.ws, self.nodes, gammas, float(self.cfg.dirichlet_epsilon))
 
     def stats(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         a = n * n + 1

@@ -83,6 +83,7 @@ WS_DTYPE = np.dtype(
         ("path_hash", np.uint64, (MAX_DEPTH,)),
         ("params", np.float64, (N_PARAMS,)),
         ("n_game_hash", np.int32),  # positions in game_table
+        ("game_mask", np.int32),  # game_table slots in use - 1 (a power of two - 1)
         ("depths", np.int32, (MAX_LEAVES,)),
         ("leaf_sym", np.int32, (MAX_LEAVES,)),  # symmetry the leaf was shown to the network in
         ("sym_map", np.int16, (8, MAX_ACTIONS)),  # sym_map[k, a]: where action a goes under symmetry k
@@ -111,13 +112,19 @@ def new_nodes(capacity: int) -> np.ndarray:
 
 @njit(cache=True)
 def build_game_table(ws, hashes) -> None:
-    """Fill the workspace's set of earlier positions from ``hashes``."""
+    """Fill the workspace's set of earlier positions from ``hashes``. The
+    set uses the smallest power-of-two part of ``game_table`` at least twice
+    the positions (64 slots at least): a probe in a small table stays in the
+    CPU cache, and every move a descent plays probes it."""
     w = ws[0]
     table = w.game_table
-    mask = table.shape[0] - 1
-    for i in range(table.shape[0]):
-        table[i] = 0
     n = min(hashes.shape[0], MAX_GAME_POSITIONS)
+    size = 64
+    while size < 2 * n and size < table.shape[0]:
+        size *= 2
+    mask = size - 1
+    for i in range(size):
+        table[i] = 0
     for i in range(hashes.shape[0] - n, hashes.shape[0]):
         key = hashes[i] ^ TABLE_SALT
         j = np.int64(key & np.uint64(mask))
@@ -125,12 +132,13 @@ def build_game_table(ws, hashes) -> None:
             j = (j + 1) & mask
         table[j] = key
     w.n_game_hash = n
+    w.game_mask = mask
 
 
 @njit(cache=True)
 def in_game_table(w, h) -> bool:
     table = w.game_table
-    mask = table.shape[0] - 1
+    mask = w.game_mask
     key = h ^ TABLE_SALT
     j = np.int64(key & np.uint64(mask))
     while table[j] != 0:
@@ -309,6 +317,40 @@ def root_stats(ws, nodes, visits, q, prior) -> int:
         if c.visits > 0:
             q[a] = c.wsum / c.visits
     return root.nchild
+
+
+@njit(cache=True)
+def root_choices(ws, nodes) -> int:
+    """Root children still open to search (prior >= 0: not restricted, not
+    found to repeat a position)."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    k = 0
+    for i in range(root.first, root.first + root.nchild):
+        if nodes[i].prior >= 0.0:
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def mix_root_noise(ws, nodes, gammas, eps: float) -> None:
+    """Dirichlet noise at the root: ``gammas[j]`` ~ Gamma(alpha) for the j-th
+    open root child (``root_choices`` of them), normalised into a Dirichlet
+    draw and mixed in with weight ``eps``. The root's children are reordered
+    lazily afterwards (their priors changed)."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    total = 0.0
+    for j in range(gammas.shape[0]):
+        total += gammas[j]
+    if total <= 0.0:
+        return  # every draw underflowed: no noise this time
+    j = 0
+    for i in range(root.first, root.first + root.nchild):
+        if nodes[i].prior >= 0.0 and j < gammas.shape[0]:
+            nodes[i].prior = (1.0 - eps) * nodes[i].prior + eps * gammas[j] / total
+            j += 1
+    root.ordered = 0
 
 
 @njit(cache=True)
