@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
@@ -35,6 +34,7 @@ from sayuri_async.features import get_encoder
 from sayuri_async.go import board as B
 from sayuri_async.go.game import Game, Rules
 from sayuri_async.infer.batcher import Batcher
+from sayuri_async.infer.worker import Worker
 from sayuri_async.search.mcts import Search, SearchConfig
 from sayuri_async.search.puct import cache_key
 
@@ -78,7 +78,7 @@ class Engine:
             rng=self.rng,
         )
         self.time = TimeControl(cfg.time)
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="infer")
+        self.worker = Worker(name="infer")
         self.batcher: Batcher | None = None
         self._sig: tuple | None = None
         self._restricted = False
@@ -105,7 +105,7 @@ class Engine:
                 self.batcher.close()
             s = self.cfg.search
             self.batcher = Batcher(self.backend, size, s.leaves_per_await, s.timeout_ms,
-                                   cache_size=s.cache_size, executor=self.executor)
+                                   cache_size=s.cache_size, worker=self.worker)
             self.batcher.attach()
         self.drop_tree()
         self.time.reset()
@@ -334,4 +334,4 @@ class Engine:
     def close(self) -> None:
         if self.batcher is not None:
             self.batcher.close()
-        self.executor.shutdown(wait=False)
+        self.worker.shutdown(wait=False)

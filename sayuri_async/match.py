@@ -25,7 +25,6 @@ import os
 import shlex
 import sys
 from abc import ABC, abstractmethod
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,6 +144,7 @@ class NetPlayer(Player):
 
     def __init__(self, name: str, backend, playouts: int, gumbel: bool, resign: float, batch_size: int,
                  opening_moves: int = 0) -> None:
+        from .infer.worker import Worker
         from .search.mcts import Search, SearchConfig
 
         self.name = name
@@ -155,7 +155,7 @@ class NetPlayer(Player):
         self.resign = resign
         self.batch_size = batch_size
         self._search_cls, self._cfg = Search, SearchConfig(node_capacity=max(50_000, playouts * 400))
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"match-{name}")
+        self._worker = Worker(name=f"match-{name}")
         self._batchers: dict[int, object] = {}
         self.search = None
         self.batcher = None
@@ -174,7 +174,7 @@ class NetPlayer(Player):
         bt = self._batchers.get(size)
         if bt is None:
             bt = self._batchers[size] = Batcher(self.backend, size, self.batch_size, timeout_ms=2.0,
-                                                executor=self._executor)
+                                                worker=self._worker)
         if self.batcher is not None:
             self.batcher.detach()
         self.batcher = bt

@@ -18,9 +18,9 @@ flush      sending the filling buffer to the backend: when ``batch_size``
            requests wait ("full"), at once when every attached client is
            waiting ("waiting": nothing more can arrive), or when the oldest
            request has waited ``timeout_ms`` ("timeout").
-worker     one thread per device (a ThreadPoolExecutor with one thread, which
-           batchers on the same device share) runs ``backend.run``; the event
-           loop never blocks on it, so while batch k runs, batch k+1 fills.
+worker     one thread per device (``infer/worker.py``; batchers on the same
+           device share it) runs ``backend.run``; the event loop never blocks
+           on it, so while batch k runs, batch k+1 fills.
 NN cache   ``nn_cache`` (``infer/cache.py``): answers by position key, read and
            written by the compiled search itself; ``cache_get``/``cache_put``
            reach it from Python. It has no slots when ``cache_size`` is 0.
@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .cache import NNCache
 from .stats import Counters
+from .worker import Worker
 
 
 @dataclass
@@ -67,7 +67,7 @@ class Batcher:
         timeout_ms: float = 5.0,
         max_batch: int | None = None,
         cache_size: int = 0,
-        executor: ThreadPoolExecutor | None = None,
+        worker: Worker | None = None,
         counters: Counters | None = None,
     ) -> None:
         if batch_size < 1:
@@ -77,8 +77,8 @@ class Batcher:
         self.max_batch = max(max_batch or batch_size, batch_size)
         self._batch_size = batch_size
         self.timeout_ms = timeout_ms
-        self.executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="infer")
-        self._own_executor = executor is None
+        self.worker = worker or Worker()
+        self._own_worker = worker is None
         self.counters = counters or Counters()
         self.clients = 0
         self.waiting = 0
@@ -222,15 +222,22 @@ class Batcher:
         c.queue_wait_s += sum(k * (now - t) for k, t in zip(buf.sizes, buf.t_commit))
         c.in_flight += 1
         loop = self._loop or asyncio.get_running_loop()
-        fut = loop.run_in_executor(self.executor, self._run, buf.arr, count)
-        fut.add_done_callback(lambda f, buf=buf, count=count, reason=reason: self._done(f, buf, count, reason))
+        self.worker.submit(loop, self._run, (buf.arr, count, buf, reason), self._done)
 
-    def _run(self, arr: np.ndarray, count: int):
+    def _run(self, arr: np.ndarray, count: int, buf: _Buffer, reason: str):
+        """In the worker thread: the backend's answer, or its error, for the
+        batch; ``_done`` gets it on the loop."""
         t0 = time.perf_counter()
-        out = self.backend.run(arr[:count])
-        return out, time.perf_counter() - t0
+        try:
+            out, exc = self.backend.run(arr[:count]), None
+        except Exception as e:
+            out, exc = None, e
+        return out, exc, time.perf_counter() - t0, buf, count, reason
 
-    def _done(self, f: asyncio.Future, buf: _Buffer, count: int, reason: str) -> None:
+    def _done(self, result, worker_exc: BaseException | None) -> None:
+        if worker_exc is not None:  # not the backend's: the worker itself failed
+            raise worker_exc
+        out, exc, busy, buf, count, reason = result
         c = self.counters
         c.in_flight -= 1
         c.queue_depth -= count
@@ -239,13 +246,11 @@ class Batcher:
         if buf.arr.shape[0] == self.max_batch:
             self._free.append(buf)  # cleared when taken again
         buf.futures.clear()
-        exc = f.exception()
         if exc is not None:
             for fut in futures:
                 if not fut.done():
                     fut.set_exception(exc)
             return
-        out, busy = f.result()
         c.add_batch(count, reason, busy)
         for fut, first in zip(futures, firsts):
             if not fut.done():
@@ -254,6 +259,6 @@ class Batcher:
     def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        if self._own_executor:
-            self.executor.shutdown(wait=True)
+        if self._own_worker:
+            self.worker.shutdown(wait=True)
         self._closed = True

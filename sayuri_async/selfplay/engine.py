@@ -22,13 +22,13 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 import numpy as np
 
 from ..infer.batcher import Batcher
 from ..infer.stats import Counters, LoopClock, merge
+from ..infer.worker import Worker
 from ..search.mcts import Search
 from .config import SelfplayConfig
 from .game import LiveGame, play_game
@@ -45,11 +45,11 @@ class Engine:
         seed = cfg.seed or int.from_bytes(os.urandom(8), "little")
         self.rng = np.random.default_rng([seed, os.getpid()])
         self.num_games = cfg.num_games if num_games is None else num_games
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"infer-{backend.device}")
+        self.worker = Worker(name=f"infer-{backend.device}")
         max_batch = max(cfg.batch_size, 1)
         self.batchers = {
             n: Batcher(backend, n, cfg.batch_size, cfg.timeout_ms, max_batch=max_batch,
-                       cache_size=cfg.cache_size, executor=self.executor, counters=Counters())
+                       cache_size=cfg.cache_size, worker=self.worker, counters=Counters())
             for n in sorted(set(cfg.board_sizes))
         }
         self.writer = writer or ChunkWriter(cfg.out, self.encoder, backend.planes, cfg.chunk_games, self.tag,
@@ -184,7 +184,7 @@ class Engine:
     def close(self) -> None:
         for bt in self.batchers.values():
             bt.close()
-        self.executor.shutdown(wait=True)
+        self.worker.shutdown(wait=True)
 
     # ---- figures -------------------------------------------------------
     def status(self) -> dict:
