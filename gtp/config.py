@@ -12,18 +12,16 @@ ConfigError a config file that cannot be used: unreadable, bad TOML, an
 """
 from __future__ import annotations
 
-import dataclasses
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
+
+from sayuri_async.configfile import Bad, ConfigError, fill_sections, read_toml
 
 MIN_BOARD, MAX_BOARD = 2, 25
 MAX_LEAVES = 16  # search/tree.py's MAX_LEAVES
 
-
-class ConfigError(ValueError):
-    """A config problem; the message names the file and the key."""
+__all__ = ["ConfigError", "GtpConfig", "config_from_dict", "load_config"]
 
 
 @dataclass
@@ -92,11 +90,12 @@ class GtpConfig:
     analysis: AnalysisSection = field(default_factory=AnalysisSection)
     protocol: ProtocolSection = field(default_factory=ProtocolSection)
 
-    def check(self, where: str = "config") -> None:
-        """Range checks; raises ConfigError naming ``where`` and the key."""
+    def check(self) -> None:
+        """Range checks; raises ``Bad`` naming the table and key."""
 
-        def bad(key: str, why: str) -> ConfigError:
-            return ConfigError(f"{where}: {key}: {why}")
+        def bad(key: str, why: str) -> Bad:
+            table, _, name = key.partition(".")
+            return Bad(f"[{table}] {name}", why)
 
         g, s, t, a = self.game, self.search, self.time, self.analysis
         if not MIN_BOARD <= g.board_size <= MAX_BOARD:
@@ -125,55 +124,22 @@ class GtpConfig:
             raise bad("time.max_move_fraction", "must be in (0, 1]")
         if not 0.0 <= t.reserve_fraction < 1.0:
             raise bad("time.reserve_fraction", "must be in [0, 1)")
-        if t.lag_margin_s < 0 or t.expected_length_factor <= 0 or s.timeout_ms < 0:
-            raise bad("time", "lag_margin_s, timeout_ms must be >= 0 and expected_length_factor > 0")
-
-
-def _coerce(value: Any, typ: type, key: str, where: str) -> Any:
-    if typ is bool:
-        if isinstance(value, bool):
-            return value
-    elif typ is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif typ is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    elif typ is str:
-        if isinstance(value, str):
-            return value
-    raise ConfigError(f"{where}: {key}: expected {typ.__name__}, got {type(value).__name__} {value!r}")
+        if t.lag_margin_s < 0:
+            raise bad("time.lag_margin_s", "must not be negative")
+        if t.expected_length_factor <= 0:
+            raise bad("time.expected_length_factor", "must be positive")
+        if s.timeout_ms < 0:
+            raise bad("search.timeout_ms", "must not be negative")
 
 
 def config_from_dict(data: dict[str, Any], where: str = "config") -> GtpConfig:
-    """Build a GtpConfig; unknown tables or keys raise ConfigError."""
-    cfg = GtpConfig()
-    sections = {f.name: f for f in dataclasses.fields(GtpConfig)}
-    for table, body in data.items():
-        if table not in sections:
-            raise ConfigError(f"{where}: unknown table [{table}] (known: {', '.join(sections)})")
-        if not isinstance(body, dict):
-            raise ConfigError(f"{where}: {table} must be a table ([{table}])")
-        section = getattr(cfg, table)
-        hints = get_type_hints(type(section))
-        for key, value in body.items():
-            if key not in hints:
-                raise ConfigError(f"{where}: unknown key {table}.{key} (known in [{table}]: {', '.join(hints)})")
-            setattr(section, key, _coerce(value, hints[key], f"{table}.{key}", where))
-    cfg.check(where)
-    return cfg
+    """Build a GtpConfig from a parsed file; unknown tables or keys, wrong
+    types and out-of-range values raise ConfigError naming ``where``."""
+    return fill_sections(GtpConfig, data, where)
 
 
 def load_config(path: str | Path | None) -> GtpConfig:
     """The defaults when ``path`` is None, else the file's settings."""
     if path is None:
         return GtpConfig()
-    where = str(path)
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from e
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{where}: bad TOML: {e}") from e
-    return config_from_dict(data, where)
+    return config_from_dict(read_toml(path), str(path))

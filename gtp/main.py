@@ -25,6 +25,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import BinaryIO
 
+from sayuri_async.configfile import recheck
+
 from .commands import Dispatcher, log
 from .config import ConfigError, GtpConfig, load_config
 from .engine import Engine
@@ -190,8 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="torch device for the network, e.g. cpu or cuda:0")
     p.add_argument("--playouts", type=int, metavar="N", help="playouts per genmove (also capped by the clock)")
     p.add_argument("--lizzie", action="store_true",
-                   help=f"answer `version` as Lizzie 0.7.4 requires (X.Y with Y >= 15), same as "
-                        f"[protocol] lizzie_version = true")
+                   help="answer `version` as Lizzie 0.7.4 requires (X.Y with Y >= 15), same as "
+                        "[protocol] lizzie_version = true")
     p.add_argument("--seed", type=int, help="random seed for the search (tie breaks)")
     p.add_argument("--verbose", action="store_true", help="log a line per genmove on stderr")
     return p
@@ -211,7 +213,7 @@ def _configure(args: argparse.Namespace) -> GtpConfig:
         cfg.search.seed = args.seed
     if args.verbose:
         cfg.protocol.verbose = True
-    cfg.check("command line")
+    recheck(cfg, "command line")
     return cfg
 
 

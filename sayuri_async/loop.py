@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .configfile import ConfigError, fill, read_toml
+from .configfile import ConfigError, check_tables, fill, read_toml
 from .fileio import atomic_path
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
@@ -123,19 +123,17 @@ class Workspace:
 def load_loop_config(path: str):
     """(LoopConfig, SelfplayConfig, TrainConfig) from one TOML file with
     ``[loop]``, ``[selfplay]``, ``[search]`` and the trainer's sections."""
+    from .search.mcts import SearchConfig
     from .selfplay.config import SelfplayConfig
     from .train.config import from_dict
 
     raw = read_toml(path)
-    known = {"loop", "selfplay", "search", *TRAIN_SECTIONS}
-    unknown = set(raw) - known
-    if unknown:
-        raise ConfigError(f"{path}: unknown table(s) {sorted(unknown)} (known: {sorted(known)})")
-    loop_cfg = fill(LoopConfig, raw.get("loop", {}), f"{path} [loop]")
+    check_tables(raw, ["loop", "selfplay", "search", *TRAIN_SECTIONS], str(path))
+    loop_cfg = fill(LoopConfig, raw.get("loop", {}), str(path), "loop")
     sp = dict(raw.get("selfplay", {}))
     if "search" in raw:
-        sp["search"] = raw["search"]
-    sp_cfg = fill(SelfplayConfig, sp, f"{path} [selfplay]")
+        sp["search"] = fill(SearchConfig, raw["search"], str(path), "search")
+    sp_cfg = fill(SelfplayConfig, sp, str(path), "selfplay")
     train_cfg = from_dict({k: raw[k] for k in TRAIN_SECTIONS if k in raw}, str(path))
     return loop_cfg, sp_cfg, train_cfg
 

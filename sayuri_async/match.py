@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import os
 import shlex
 import sys
 from abc import ABC, abstractmethod

@@ -9,7 +9,7 @@ from sayuri_async.features import (
     DEFAULT_ENCODER, ENCODERS, P_BLACK_TO_MOVE, P_KO, P_ONES, P_OPP_LIBS, P_OWN_LIBS,
     encode_many, get_encoder,
 )
-from sayuri_async.go.board import BLACK, WHITE
+from sayuri_async.go.board import BLACK
 from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-import subprocess
 import sys
 
 import pytest

@@ -133,7 +133,7 @@ class Game:
 
     def stones(self) -> np.ndarray:
         """``[N, N]`` int8 of 0/1/2, row 0 = GTP row 1."""
-        n, w = self.size, self.size + 2
+        w = self.size + 2
         return self.rec["color"][: w * w].reshape(w, w)[1:-1, 1:-1].copy()
 
     def copy(self) -> "Game":

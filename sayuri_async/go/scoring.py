@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .board import BLACK, BORDER, EMPTY, MAX_P, WHITE
+from .board import BLACK, EMPTY, MAX_P, WHITE
 
 
 @njit(cache=True)

@@ -37,7 +37,6 @@ from .tree import (
     advance,
     child_index,
     MAX_LEAVES,
-    finish,
     mix_root_noise,
     new_nodes,
     new_workspace,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..configfile import ConfigError, fill, read_toml
+from ..configfile import check_tables, fill, read_toml
 from ..search.mcts import SearchConfig
 
 
@@ -108,14 +108,13 @@ def load_selfplay_config(path: str | None, overrides: dict | None = None) -> Sel
     where = "command line"
     if path:
         raw = read_toml(path)
-        unknown = set(raw) - {"selfplay", "search"}
-        if unknown:
-            raise ConfigError(f"{path}: unknown table(s) {sorted(unknown)} (expected [selfplay] and [search])")
+        check_tables(raw, ["selfplay", "search"], str(path))
         data = dict(raw.get("selfplay", {}))
         if "search" in raw:
-            data["search"] = raw["search"]
+            data["search"] = fill(SearchConfig, raw["search"], str(path), "search")
         where = str(path)
-    cfg = fill(SelfplayConfig, data, where)
+    cfg = fill(SelfplayConfig, data, where, "selfplay" if path else None)
     if overrides:
-        cfg = fill(SelfplayConfig, {k: v for k, v in overrides.items() if v is not None}, "command line", cfg)
+        cfg = fill(SelfplayConfig, {k: v for k, v in overrides.items() if v is not None}, "command line",
+                   base=cfg)
     return cfg

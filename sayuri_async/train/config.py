@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sayuri_async.configfile import ConfigError
+from sayuri_async.configfile import Bad, ConfigError, check_tables, convert, fill, read_toml, require
 
 __all__ = ["ConfigError", "TrainConfig", "load_config", "from_dict", "override"]
 
@@ -43,15 +41,15 @@ class DataConfig:
     symmetries: bool = True
 
     def check(self) -> None:
-        _require(7 <= self.board_size <= 25, "board_size", "must be between 7 and 25")
-        _require(self.window_min_positions >= 1, "window_min_positions", "must be at least 1")
-        _require(self.window_max_positions >= self.window_min_positions, "window_max_positions",
+        require(7 <= self.board_size <= 25, "board_size", "must be between 7 and 25")
+        require(self.window_min_positions >= 1, "window_min_positions", "must be at least 1")
+        require(self.window_max_positions >= self.window_min_positions, "window_max_positions",
                  "must be at least window_min_positions")
-        _require(self.window_expand_per_position > 0, "window_expand_per_position", "must be positive")
-        _require(0 < self.window_taper_exponent <= 1, "window_taper_exponent", "must be in (0, 1]")
-        _require(self.shuffle_buffer >= 1, "shuffle_buffer", "must be at least 1")
-        _require(self.workers >= 0, "workers", "must be 0 (read in the training process) or more")
-        _require(self.prefetch_batches >= 1, "prefetch_batches", "must be at least 1")
+        require(self.window_expand_per_position > 0, "window_expand_per_position", "must be positive")
+        require(0 < self.window_taper_exponent <= 1, "window_taper_exponent", "must be in (0, 1]")
+        require(self.shuffle_buffer >= 1, "shuffle_buffer", "must be at least 1")
+        require(self.workers >= 0, "workers", "must be 0 (read in the training process) or more")
+        require(self.prefetch_batches >= 1, "prefetch_batches", "must be at least 1")
 
 
 @dataclass
@@ -68,14 +66,14 @@ class OptimConfig:
     grad_clip_norm: float = 0.0
 
     def check(self) -> None:
-        _require(self.batch_size >= 1, "batch_size", "must be at least 1")
-        _require(0 <= self.momentum < 1, "momentum", "must be in [0, 1)")
-        _require(self.weight_decay >= 0, "weight_decay", "must not be negative")
-        _require(0 <= self.adam_beta1 < 1, "adam_beta1", "must be in [0, 1)")
-        _require(0 <= self.adam_beta2 < 1, "adam_beta2", "must be in [0, 1)")
-        _require(self.adam_eps > 0, "adam_eps", "must be positive")
-        _require(self.grad_clip_norm >= 0, "grad_clip_norm", "must be 0 (off) or positive")
-        _require(not (self.nesterov and self.optimizer == "sgd" and self.momentum == 0), "nesterov",
+        require(self.batch_size >= 1, "batch_size", "must be at least 1")
+        require(0 <= self.momentum < 1, "momentum", "must be in [0, 1)")
+        require(self.weight_decay >= 0, "weight_decay", "must not be negative")
+        require(0 <= self.adam_beta1 < 1, "adam_beta1", "must be in [0, 1)")
+        require(0 <= self.adam_beta2 < 1, "adam_beta2", "must be in [0, 1)")
+        require(self.adam_eps > 0, "adam_eps", "must be positive")
+        require(self.grad_clip_norm >= 0, "grad_clip_norm", "must be 0 (off) or positive")
+        require(not (self.nesterov and self.optimizer == "sgd" and self.momentum == 0), "nesterov",
                  "Nesterov momentum needs momentum > 0")
 
 
@@ -90,16 +88,16 @@ class ScheduleConfig:
     total: int = 2_560_000
 
     def check(self) -> None:
-        _require(self.reference_batch >= 1, "reference_batch", "must be at least 1")
-        _require(self.warmup >= 0, "warmup", "must not be negative")
-        _require(len(self.rates) == len(self.boundaries) + 1, "rates",
+        require(self.reference_batch >= 1, "reference_batch", "must be at least 1")
+        require(self.warmup >= 0, "warmup", "must not be negative")
+        require(len(self.rates) == len(self.boundaries) + 1, "rates",
                  f"needs exactly one more entry than boundaries ({len(self.boundaries)} boundaries, "
                  f"{len(self.rates)} rates)")
-        _require(all(r > 0 and math.isfinite(r) for r in self.rates), "rates", "must all be positive")
-        _require(all(b > 0 for b in self.boundaries), "boundaries", "must all be positive")
-        _require(all(a < b for a, b in zip(self.boundaries, self.boundaries[1:])), "boundaries",
+        require(all(r > 0 and math.isfinite(r) for r in self.rates), "rates", "must all be positive")
+        require(all(b > 0 for b in self.boundaries), "boundaries", "must all be positive")
+        require(all(a < b for a, b in zip(self.boundaries, self.boundaries[1:])), "boundaries",
                  "must be strictly increasing")
-        _require(self.total >= 1, "total", "must be at least 1")
+        require(self.total >= 1, "total", "must be at least 1")
 
 
 @dataclass
@@ -114,8 +112,8 @@ class LossConfig:
     def check(self) -> None:
         for name in ("policy", "opp_policy", "wdl", "score", "ownership"):
             value = getattr(self, name)
-            _require(value >= 0 and math.isfinite(value), name, "must be a finite weight >= 0")
-        _require(self.score_huber_delta > 0, "score_huber_delta", "must be positive")
+            require(value >= 0 and math.isfinite(value), name, "must be a finite weight >= 0")
+        require(self.score_huber_delta > 0, "score_huber_delta", "must be positive")
 
 
 @dataclass
@@ -126,9 +124,9 @@ class AverageConfig:
     swa_every: int = 100
 
     def check(self) -> None:
-        _require(0 < self.ema_decay < 1, "ema_decay", "must be in (0, 1)")
-        _require(self.swa_start >= 0, "swa_start", "must not be negative")
-        _require(self.swa_every >= 1, "swa_every", "must be at least 1")
+        require(0 < self.ema_decay < 1, "ema_decay", "must be in (0, 1)")
+        require(self.swa_start >= 0, "swa_start", "must not be negative")
+        require(self.swa_every >= 1, "swa_every", "must be at least 1")
 
 
 @dataclass
@@ -147,13 +145,13 @@ class RunConfig:
     progress: Literal["auto", "on", "off"] = "auto"
 
     def check(self) -> None:
-        _require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda"),
+        require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda"),
                  "device", "must be auto, cpu, cuda or cuda:N")
-        _require(bool(self.name) and "/" not in self.name, "name", "must be a non-empty file-name prefix")
-        _require(self.checkpoint_every >= 1, "checkpoint_every", "must be at least 1")
-        _require(self.keep_checkpoints >= 1, "keep_checkpoints", "must be at least 1")
-        _require(self.export_every >= 1, "export_every", "must be at least 1")
-        _require(self.log_every >= 1, "log_every", "must be at least 1")
+        require(bool(self.name) and "/" not in self.name, "name", "must be a non-empty file-name prefix")
+        require(self.checkpoint_every >= 1, "checkpoint_every", "must be at least 1")
+        require(self.keep_checkpoints >= 1, "keep_checkpoints", "must be at least 1")
+        require(self.export_every >= 1, "export_every", "must be at least 1")
+        require(self.log_every >= 1, "log_every", "must be at least 1")
 
 
 @dataclass
@@ -179,67 +177,6 @@ SECTIONS: dict[str, type] = {
 }
 
 
-class _Bad(Exception):
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
-        self.key = key
-        self.message = message
-
-
-def _require(ok: bool, key: str, message: str) -> None:
-    if not ok:
-        raise _Bad(key, message)
-
-
-def _convert(key: str, value: Any, annotation: Any) -> Any:
-    """Check ``value`` against a field annotation; ints are accepted for floats."""
-    origin = typing.get_origin(annotation)
-    if origin is Literal:
-        choices = typing.get_args(annotation)
-        if value not in choices:
-            raise _Bad(key, f"must be one of {', '.join(repr(c) for c in choices)}, not {value!r}")
-        return value
-    if origin is list:
-        (item,) = typing.get_args(annotation)
-        if not isinstance(value, list):
-            raise _Bad(key, f"must be a list, not {type(value).__name__}")
-        return [_convert(key, v, item) for v in value]
-    if annotation is bool:
-        if not isinstance(value, bool):
-            raise _Bad(key, f"must be true or false, not {value!r}")
-        return value
-    if annotation is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _Bad(key, f"must be a whole number, not {value!r}")
-        return value
-    if annotation is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _Bad(key, f"must be a number, not {value!r}")
-        if not math.isfinite(value):
-            raise _Bad(key, f"must be finite, not {value!r}")
-        return float(value)
-    if annotation is str:
-        if not isinstance(value, str):
-            raise _Bad(key, f"must be a string, not {value!r}")
-        return value
-    raise TypeError(f"unsupported annotation {annotation!r} for {key}")
-
-
-def build_section(cls: type, table: dict[str, Any]) -> Any:
-    """Make one section's dataclass from a TOML table; raises ``_Bad`` on a bad key."""
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    kwargs = {}
-    for key, value in table.items():
-        if key not in names:
-            known = ", ".join(sorted(names))
-            raise _Bad(key, f"unknown key (known keys: {known})")
-        kwargs[key] = _convert(key, value, hints[key])
-    obj = cls(**kwargs)
-    obj.check()
-    return obj
-
-
 def check_model_table(table: dict[str, Any]) -> dict[str, Any]:
     """Validate ``[model]`` against the network's ``NetConfig``.
 
@@ -254,40 +191,36 @@ def check_model_table(table: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for key, value in table.items():
         if key not in names:
-            raise _Bad(key, f"unknown key (known keys: {', '.join(sorted(names))})")
-        out[key] = _convert(key, value, type(getattr(defaults, key)))
+            raise Bad(key, f"unknown key (known keys: {', '.join(sorted(names))})")
+        out[key] = convert(key, value, type(getattr(defaults, key)))
     encoder = out.get("encoder", defaults.encoder)
     try:
         planes = get_encoder(encoder).planes
     except ValueError as e:
-        raise _Bad("encoder", str(e)) from None
+        raise Bad("encoder", str(e)) from None
     if out.setdefault("input_planes", planes) != planes:
-        raise _Bad("input_planes", f"is {out['input_planes']} but encoder {encoder!r} makes {planes} planes")
+        raise Bad("input_planes", f"is {out['input_planes']} but encoder {encoder!r} makes {planes} planes")
     try:
         NetConfig.from_dict(out)
     except (TypeError, ValueError) as e:
         message = str(e)
         bad = next((k for k in out if k in message), next(iter(table), "model"))
-        raise _Bad(bad, message) from None
+        raise Bad(bad, message) from None
     return out
 
 
 def from_dict(raw: dict[str, Any], source: str = "<dict>", check_model: bool = True) -> TrainConfig:
     """Build a :class:`TrainConfig` from nested dicts (a parsed TOML document)."""
     cfg = TrainConfig(source=source)
+    check_tables(raw, ["model", *SECTIONS], source)
     for section, table in raw.items():
-        if section != "model" and section not in SECTIONS:
-            raise ConfigError(f"{source}: unknown section [{section}] "
-                              f"(known: {', '.join(['model', *SECTIONS])})")
-        if not isinstance(table, dict):
-            raise ConfigError(f"{source}: [{section}] must be a table")
-        try:
-            if section == "model":
+        if section == "model":
+            try:
                 cfg.model = check_model_table(table) if check_model else dict(table)
-            else:
-                setattr(cfg, section, build_section(SECTIONS[section], table))
-        except _Bad as e:
-            raise ConfigError(f"{source}: [{section}] {e.key}: {e.message}") from None
+            except Bad as e:
+                raise ConfigError(f"{source}: [model] {e.key}: {e.message}") from None
+        else:
+            setattr(cfg, section, fill(SECTIONS[section], table, source, section))
     if check_model and "model" not in raw:
         cfg.model = check_model_table({})
     _check_across(cfg)
@@ -305,23 +238,9 @@ def _check_across(cfg: TrainConfig) -> None:
 
 def load_config(path: str | Path, check_model: bool = True) -> TrainConfig:
     """Read a training TOML file; every error names ``path`` and the offending key."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    return from_dict(raw, str(path), check_model=check_model)
+    return from_dict(read_toml(path), str(path), check_model=check_model)
 
 
 def override(cfg: TrainConfig, section: str, key: str, value: Any, origin: str = "command line") -> None:
     """Set one value after loading (command-line options), with the same checks."""
-    cls = SECTIONS[section]
-    current = dataclasses.asdict(getattr(cfg, section))
-    current[key] = value
-    try:
-        setattr(cfg, section, build_section(cls, current))
-    except _Bad as e:
-        raise ConfigError(f"{origin}: [{section}] {e.key}: {e.message}") from None
+    setattr(cfg, section, fill(SECTIONS[section], {key: value}, origin, section, base=getattr(cfg, section)))
