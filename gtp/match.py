@@ -2,9 +2,7 @@
 
 Vocabulary
 ----------
-GtpProcess   one engine subprocess spoken to over pipes: ``send(command)``
-             numbers each command, waits (with a timeout) for the answer with
-             that id and returns its text, raising GtpFailure on ``?``.
+GtpProcess   one engine subprocess (``sayuri_async/gtpclient.py``).
 referee      our own ``Game`` (area scoring, positional superko): every move an
              engine generates is checked on it before the opponent hears it.
 GameRecord   the moves, how the game ended (``two passes``, ``resignation``,
@@ -18,117 +16,17 @@ clock        optional sudden death: ``main_time`` seconds per side, measured
 """
 from __future__ import annotations
 
-import queue
-import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import IO
 
 from sayuri_async.go.coords import VertexError, action_to_vertex, vertex_to_action
 from sayuri_async.go.game import Game, IllegalMove
 from sayuri_async.go.sgf import SgfInfo, dump_sgf
+from sayuri_async.gtpclient import GtpFailure, GtpProcess
+
+__all__ = ["GameRecord", "GtpFailure", "GtpProcess", "play_game"]
 
 COLOR_NAMES = {1: "b", 2: "w"}
-
-
-class GtpFailure(Exception):
-    """The engine answered ``?``; the message is its text."""
-
-
-class GtpProcess:
-    def __init__(self, argv: list[str], name: str | None = None, stderr: IO | int | None = None,
-                 cwd: str | None = None, env: dict | None = None) -> None:
-        self.argv = list(argv)
-        self.name = name or argv[0]
-        self.proc = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL if stderr is None else stderr, cwd=cwd, env=env,
-        )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self._next_id = 1
-        self._reader = threading.Thread(target=self._read, name=f"gtp-{self.name}", daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in iter(self.proc.stdout.readline, b""):
-            self.lines.put(raw.decode("utf-8", "replace").rstrip("\r\n"))
-        self.lines.put(None)
-
-    # ---- raw I/O (for tests that watch streamed answers) ---------------------
-    def write_line(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((line + "\n").encode("utf-8"))
-        self.proc.stdin.flush()
-
-    def read_line(self, timeout: float) -> str:
-        """The next output line; raises TimeoutError, or EOFError at the end."""
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"{self.name}: no output within {timeout:g} s") from None
-        if line is None:
-            self.lines.put(None)
-            raise EOFError(f"{self.name}: the engine closed its output")
-        return line
-
-    def read_response(self, timeout: float) -> tuple[bool, int | None, str]:
-        """(ok, id, text) of the next complete response."""
-        deadline = time.monotonic() + timeout
-        line = self.read_line(timeout)
-        while not line.strip():  # stray empty lines between responses
-            line = self.read_line(max(0.0, deadline - time.monotonic()))
-        if line[:1] not in "=?":
-            raise GtpFailure(f"{self.name}: not a GTP response: {line!r}")
-        head, _, first = line.partition(" ")
-        rid = int(head[1:]) if head[1:].isdigit() else None
-        body = [first]
-        while True:
-            line = self.read_line(max(0.0, deadline - time.monotonic()))
-            if not line.strip():
-                break
-            body.append(line)
-        return head[0] == "=", rid, "\n".join(body).strip()
-
-    # ---- commands --------------------------------------------------------------
-    def send(self, command: str, timeout: float = 60.0) -> str:
-        """Send ``command`` with a fresh id; the answer's text, or GtpFailure."""
-        cid = self._next_id
-        self._next_id += 1
-        self.write_line(f"{cid} {command}")
-        ok, rid, text = self.read_response(timeout)
-        if rid != cid:
-            raise GtpFailure(f"{self.name}: answer id {rid} for command {cid} ({command!r})")
-        if not ok:
-            raise GtpFailure(text)
-        return text
-
-    def close(self, timeout: float = 10.0) -> int | None:
-        """``quit``, then wait; kill it if it does not end."""
-        if self.proc.poll() is None:
-            try:
-                self.send("quit", timeout=timeout)
-            except (GtpFailure, TimeoutError, EOFError, OSError, ValueError):
-                pass
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for s in (self.proc.stdin, self.proc.stdout):
-            if s is not None:
-                try:
-                    s.close()
-                except OSError:
-                    pass
-        return self.proc.returncode
-
-    def __enter__(self) -> "GtpProcess":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 @dataclass

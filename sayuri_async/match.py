@@ -33,6 +33,7 @@ from .go import board as B
 from .go.coords import action_to_vertex, vertex_to_action
 from .go.game import Game
 from .go.sgf import SgfInfo, save_sgf_file
+from .gtpclient import GtpFailure, GtpProcess
 
 Z95 = 1.959964
 
@@ -200,41 +201,30 @@ class NetPlayer(Player):
 
 
 class GtpPlayer(Player):
-    """An engine speaking GTP on its stdin/stdout (one process per game)."""
+    """An engine speaking GTP on its stdin/stdout (one process per game),
+    through the project's GTP client; each command waits in a thread so the
+    other games go on."""
 
     def __init__(self, command: str) -> None:
         self.command = command[4:] if command.startswith("gtp:") else command
         self.name = Path(shlex.split(self.command)[0]).name
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: GtpProcess | None = None
 
     def fork(self) -> "GtpPlayer":
         return GtpPlayer(self.command)
 
     async def send(self, cmd: str) -> str:
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write((cmd + "\n").encode())
-        await self.proc.stdin.drain()
-        lines = []
-        while True:
-            raw = await asyncio.wait_for(self.proc.stdout.readline(), timeout=600)
-            if not raw:
-                raise RuntimeError(f"GTP engine {self.name!r} closed its output after {cmd!r}")
-            line = raw.decode(errors="replace").rstrip("\r\n")
-            if not lines and not line.strip():
-                continue
-            if not line.strip():
-                break
-            lines.append(line)
-        head = lines[0] if lines else ""
-        if head.startswith("?"):
-            raise RuntimeError(f"GTP engine {self.name!r} refused {cmd!r}: {head[1:].strip()}")
-        return "\n".join([head.lstrip("=").strip()] + lines[1:]).strip()
+        assert self.proc is not None
+        try:
+            return await asyncio.to_thread(self.proc.send, cmd, 600.0)
+        except GtpFailure as e:
+            raise RuntimeError(f"GTP engine {self.name!r} refused {cmd!r}: {e}") from None
+        except EOFError:
+            raise RuntimeError(f"GTP engine {self.name!r} closed its output after {cmd!r}") from None
 
     async def start(self, size: int, komi: float) -> None:
         if self.proc is None:
-            self.proc = await asyncio.create_subprocess_exec(
-                *shlex.split(self.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL)
+            self.proc = GtpProcess(shlex.split(self.command), name=self.name)
         await self.send(f"boardsize {size}")
         await self.send("clear_board")
         await self.send(f"komi {komi}")
@@ -252,14 +242,8 @@ class GtpPlayer(Player):
 
     async def close(self) -> None:
         if self.proc is not None:
-            try:
-                self.proc.stdin.write(b"quit\n")
-                await self.proc.stdin.drain()
-                await asyncio.wait_for(self.proc.wait(), 5)
-            except (asyncio.TimeoutError, BrokenPipeError, ConnectionResetError):
-                self.proc.kill()
-                await self.proc.wait()
-            self.proc = None
+            proc, self.proc = self.proc, None
+            await asyncio.to_thread(proc.close, 5.0)
 
 
 # ---------------------------------------------------------------------------
