@@ -161,7 +161,8 @@ def main() -> int:
             cpu = f"  cpu/request {r['cpu_us_per_request']:.1f} us" if "cpu_us_per_request" in r else ""
             print(
                 f"board {a.board} backend {a.backend} procs {procs}: nnEvals/s {r['nnEvals/s']:.0f}  "
-                f"avgBatchSize {r['avgBatchSize']:.1f}/{a.batch_size}  GPU busy {r['gpu_busy']:.0%}  "
+                f"avgBatchSize {r['avgBatchSize']:.1f}/{a.batch_size}  "
+                f"{'GPU' if a.device.startswith('cuda') else 'backend'} busy {r['gpu_busy']:.0%}  "
                 f"loop busy {r['loop_busy']:.0%}  playouts/s {r['playouts/s']:.0f}{cpu}",
                 flush=True,
             )
