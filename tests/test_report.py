@@ -68,6 +68,15 @@ def test_verdict_kinds(r, settings, kind):
     assert verdict(r, settings) == v.text
 
 
+def test_rates_give_the_loop_cpu_per_request():
+    from sayuri_async.infer.stats import rates
+    a = {"requests": 1000, "flush": {}, "hist": np.zeros(HIST_BINS, np.int64)}
+    b = {"requests": 51000, "flush": {}, "hist": np.zeros(HIST_BINS, np.int64)}
+    r = rates(a, b, 2.0, loop_cpu_s=0.6)  # 0.6 s of loop CPU for 50,000 requests
+    assert r["loop_us_per_request"] == pytest.approx(12.0)
+    assert rates(a, a, 2.0, loop_cpu_s=0.6)["loop_us_per_request"] == 0.0  # no requests: no figure
+
+
 def test_verdict_names_the_backend_when_the_network_runs_on_the_cpu():
     on_cpu = diagnose(fig(loop_busy=1.0, gpu_busy=0.33), {**S, "device": "cpu"}).text
     assert "backend 33%" in on_cpu and "GPU" not in on_cpu

@@ -62,7 +62,9 @@ def test_view_shows_figures_and_cpu_bound_verdict():
     text = render(rep)
     assert "device cpu" in text and "board 9x9" in text and "procs 1" in text
     assert "elapsed 0:00:06" in text and "games 11/20 done, 6 live" in text
-    assert "CPU-bound: loop 99% busy, GPU 33%" in text
+    # 0.99 s of loop CPU per second over 20,000 requests per second: 49.5 us each
+    assert "CPU-bound: loop 99% busy (49.5 us of CPU per request), GPU 33%" in text
+    assert "loop CPU per request  49.5 us: at most 20k requests/s per process" in text
     assert "20.0k" in text  # nnEvals/s
     assert "625" in text  # nnBatches/s
     assert "32.0 / 32" in text  # avgBatchSize against batch_size

@@ -14,6 +14,10 @@ GPU busy %     time with a batch in the backend (worker thread clock) over wall
                overlap.
 loop busy %    CPU time of the event-loop thread over wall time (the loop is
                idle in select() otherwise).
+loop us per request
+               event-loop CPU time over search requests (hits included): the
+               search + features + queue cost of one request. One process
+               can make at most 1e6 / that many requests per second.
 queue wait     mean time from a request's commit to its batch's dispatch.
 Counters only grow; ``Snapshot`` freezes them, ``rates(a, b)`` turns two
 snapshots into per-second figures. Plain dicts travel between processes.
@@ -102,6 +106,7 @@ def rates(a: dict, b: dict, dt: float, loop_cpu_s: float = 0.0, loops: int = 1) 
         "gpu_busy": min(d("busy_s") / dt, 1.0),
         "loop_busy": min(loop_cpu_s / dt / max(loops, 1), 1.0),
         "queue_wait_ms": 1000.0 * d("queue_wait_s") / evals if evals else 0.0,
+        "loop_us_per_request": 1e6 * loop_cpu_s / d("requests") if d("requests") > 0 else 0.0,
         "cache_hit_rate": hits / lookups if lookups else 0.0,
         "requests/s": d("requests") / dt,
         "playouts/s": d("playouts") / dt,

@@ -186,8 +186,10 @@ def diagnose(r: dict, settings: dict) -> Verdict:
     share = r.get("flush_share", {})
     full = avg >= FULL_BATCH * b
     if loop >= LOOP_SATURATED and gpu < GPU_IDLE:
-        return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy, {dev} {gpu:.0%}: add processes (--procs) "
-                                    f"or lower the search cost (playouts)")
+        us = r.get("loop_us_per_request", 0.0)
+        cost = f" ({us:.1f} us of CPU per request)" if us > 0 else ""
+        return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy{cost}, {dev} {gpu:.0%}: add processes "
+                                    f"(--procs) or lower the search cost (playouts)")
     leaves = int(settings.get("leaves_per_await", 1) or 1)
     need = games_needed(b, leaves)
     if p < need and gpu < GPU_SATURATED:
@@ -264,7 +266,8 @@ def plain_line(agg: dict, r: dict, leaves_per_await: int = 1) -> str:
     return (f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
             f"evals/s {r['nnEvals/s']:8.0f}  batch {r['avgBatchSize']:5.1f}/{s['batch_size']}  "
             f"games {s['parallel_games']}  {busy_label(s).lower()} {r['gpu_busy']:4.0%}  "
-            f"loop {r.get('loop_busy_max', r['loop_busy']):4.0%}  "
+            f"loop {r.get('loop_busy_max', r['loop_busy']):4.0%} "
+            f"{r.get('loop_us_per_request', 0.0):5.1f} us/request  "
             f"moves/s {r['moves/s']:6.1f}  | {diagnose(r, s).text}")
 
 

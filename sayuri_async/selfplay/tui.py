@@ -394,6 +394,10 @@ class TuiReporter:
         lines.append(Text(f"{'queue depth':<22}{r.get('queue_depth', 0)} requests, "
                           f"{r.get('in_flight', 0)} batch(es) in flight"))
         lines.append(Text(f"{'queue wait':<22}{r.get('queue_wait_ms', 0.0):.2f} ms per request"))
+        us = r.get("loop_us_per_request", 0.0)
+        if us > 0:
+            lines.append(Text(f"{'loop CPU per request':<22}{us:.1f} us: at most {1e6 / us / 1000:.0f}k "
+                              f"requests/s per process"))
         return lines
 
     def _bins(self) -> list[tuple[str, int]]:
