@@ -136,13 +136,19 @@ def copy_board(dst, src) -> None:
     where a 9x9 board uses 2 KB. Points past ``W * W`` are never read for a
     board of that size, so the copy plays exactly like the original."""
     m = src.w * src.w
-    dst.color[:m] = src.color[:m]
-    dst.parent[:m] = src.parent[:m]
-    dst.nxt[:m] = src.nxt[:m]
-    dst.libs[:m] = src.libs[:m]
-    dst.size[:m] = src.size[:m]
+    # explicit loops: numba's slice assignment is several times slower here
+    sc, sp, sn, sl, ss = src.color, src.parent, src.nxt, src.libs, src.size
+    dc, dp, dn, dl, ds = dst.color, dst.parent, dst.nxt, dst.libs, dst.size
+    for i in range(m):
+        dc[i] = sc[i]
+        dp[i] = sp[i]
+        dn[i] = sn[i]
+        dl[i] = sl[i]
+        ds[i] = ss[i]
+    sh, dh = src.hist, dst.hist
     for k in range(HISTORY):
-        dst.hist[k, :m] = src.hist[k, :m]
+        for i in range(m):
+            dh[k, i] = sh[k, i]
         dst.hist_hash[k] = src.hist_hash[k]
         dst.hist_move[k] = src.hist_move[k]
     dst.hash = src.hash
