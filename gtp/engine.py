@@ -334,4 +334,4 @@ class Engine:
     def close(self) -> None:
         if self.batcher is not None:
             self.batcher.close()
-        self.worker.shutdown(wait=False)
+        self.worker.shutdown(wait=True)  # the batch in the backend finishes first

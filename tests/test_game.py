@@ -364,3 +364,27 @@ def test_display_orientation() -> None:
     lines = str(g).splitlines()
     assert lines[1].startswith(" 9 X")
     assert lines[9].startswith(" 1 .") and lines[9].rstrip().endswith("O  1")
+
+
+def test_a_game_without_an_undo_stack_plays_the_same_and_cannot_undo():
+    a, b = Game(9), Game(9, undo_stack=False)
+    for v in ["E5", "D4", "E4", "D5", "pass", "C3"]:
+        a.play_vertex(v)
+        b.play_vertex(v)
+    assert a.hash == b.hash and a.moves == b.moves and a.to_move == b.to_move
+    assert b.undo() is False and b.moves == a.moves  # nothing taken back
+    assert b.copy().undo_stack is False
+    assert a.undo() is True
+
+
+@pytest.mark.parametrize("undo_stack", [True, False])
+def test_the_start_record_keeps_the_handicap_stones(undo_stack):
+    g = Game(9, undo_stack=undo_stack)
+    g.set_fixed_handicap(2)
+    stones = g.stones().copy()
+    for v in ["E5", "D4", "pass"]:
+        g.play_vertex(v)
+    start = g.start_record()
+    w = 11
+    np.testing.assert_array_equal(start["color"][: w * w].reshape(w, w)[1:-1, 1:-1], stones)
+    assert int(start["move_num"]) == 0

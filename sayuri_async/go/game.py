@@ -4,8 +4,9 @@ Vocabulary
 ----------
 Game        the Python-side owner of a board record (``go/board.py``); it
             checks legality (including positional superko against every
-            earlier position), keeps the move list and an undo stack, places
-            handicap stones and scores the end position.
+            earlier position), keeps the move list and an undo stack (a copy
+            of the board per move; ``undo=False`` keeps none, for self-play),
+            places handicap stones and scores the end position.
 move        ``(color, action)``; ``action == N*N`` is a pass.
 rules       ``Rules(scoring="area"|"territory", superko=True)``; area is
             Tromp-Taylor, the default, with komi 7.5.
@@ -81,6 +82,7 @@ class Game:
     size: int = 19
     komi: float = 7.5
     rules: Rules = field(default_factory=Rules)
+    undo_stack: bool = True  # False: no board copies are kept and undo() always fails
 
     def __post_init__(self) -> None:
         self.arr = B.new_board(self.size, self.komi)
@@ -138,13 +140,15 @@ class Game:
 
     def copy(self) -> "Game":
         g = Game.__new__(Game)
-        g.size, g.komi, g.rules = self.size, self.komi, self.rules
+        g.size, g.komi, g.rules, g.undo_stack = self.size, self.komi, self.rules, self.undo_stack
         g.arr = _copy_record(self.arr)
         g.moves = list(self.moves)
         g.handicap = list(self.handicap)
         g._hashes = self._hashes.copy()
         g._n_hashes = self._n_hashes
         g._undo = [_Undo(_copy_record(u.rec), u.n_hashes) for u in self._undo]
+        if hasattr(self, "_start"):
+            g._start = _copy_record(self._start)
         g.comments = list(self.comments)
         return g
 
@@ -190,7 +194,10 @@ class Game:
             n = self.size
             where = action_to_vertex(action, n) if 0 <= action <= n * n else f"action {action}"
             raise IllegalMove(f"illegal move {who} {where}: {why}")
-        self._undo.append(_Undo(_copy_record(self.arr), self._n_hashes))
+        if self.undo_stack:
+            self._undo.append(_Undo(_copy_record(self.arr), self._n_hashes))
+        elif not self.moves:
+            self._start = _copy_record(self.arr)
         mover = self.to_move
         if color is not None and color != mover:
             rec = self.rec
@@ -202,6 +209,13 @@ class Game:
         self.moves.append((mover, action))
         self.comments.append("")
         return int(captured)
+
+    def start_record(self):
+        """The record of the start position (set-up and handicap stones, no
+        move yet)."""
+        if not self.moves:
+            return self.rec
+        return self._undo[0].rec[0] if self.undo_stack else self._start[0]
 
     def play_vertex(self, vertex: str, color: int | None = None) -> int:
         return self.play(vertex_to_action(vertex, self.size), color)

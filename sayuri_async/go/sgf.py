@@ -345,8 +345,7 @@ def _append_comment(game: Game, info: SgfInfo, text: str) -> None:
 
 def _start_record(game: Game):
     """The record of the start position (after set-up, before any move)."""
-    # Game keeps one undo copy per move; the first is the start position.
-    return game._undo[0].rec[0] if game.moves else game.rec
+    return game.start_record()
 
 
 def dump_sgf(game: Game, info: SgfInfo | None = None, *, result: str | None = None) -> str:

@@ -17,9 +17,22 @@ callback hops through the loop, about 15 us of Python per batch on a
 from __future__ import annotations
 
 import asyncio
+import atexit
 import queue
 import threading
+import weakref
 from typing import Any, Callable
+
+_LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+
+
+@atexit.register
+def _join_all() -> None:
+    """At interpreter exit, let every worker finish its batch and stop: a
+    thread still inside a backend (torch) while the interpreter tears down
+    can abort the process."""
+    for w in list(_LIVE):
+        w.shutdown(wait=True)
 
 
 class Worker:
@@ -28,6 +41,7 @@ class Worker:
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._closed = False
         self._thread.start()
+        _LIVE.add(self)
 
     def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable, args: tuple,
                done: Callable[[Any, BaseException | None], None]) -> None:

@@ -71,7 +71,7 @@ async def play_game(
     """Play one game. Returns None when ``stop()`` became true mid-game."""
     komi = cfg.komi + (float(rng.normal(0.0, cfg.komi_stddev)) if cfg.komi_stddev > 0 else 0.0)
     komi = round(komi * 2) / 2
-    game = Game(size, komi)
+    game = Game(size, komi, undo_stack=False)  # self-play never takes a move back
     search.reset()
     enc = get_encoder(encoder)
     planes = np.zeros((enc.planes, size, size), dtype=np.uint8)
