@@ -13,8 +13,8 @@ nodes       ``[capacity]`` records of NODE_DTYPE. A node's children are
             values backed up through the node, from the point of view of the
             player who made the move into it, so ``wsum / visits`` is that
             player's Q for choosing this child. A child whose move repeats an
-            earlier position (superko) is swapped to the end of its siblings
-            and dropped from ``nchild``.
+            earlier position (superko), or that the caller ruled out at the
+            root (``Search.restrict_root``), gets prior -1: selection skips it.
 workspace   ``[1]`` record of WS_DTYPE per game: the root position, a scratch
             board that each playout replays from the root, the game's position
             hashes (superko; a hash set, so a check costs the same at move 300
