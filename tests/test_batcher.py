@@ -224,3 +224,27 @@ def test_a_commit_larger_than_the_batch_is_refused():
         bt.close()
 
     asyncio.run(main())
+
+
+def test_inline_batcher_runs_the_backend_on_the_loop_thread_and_keeps_the_flush_rules():
+    async def main():
+        be = FakeBackend()
+        threads = []
+        run = be.run
+        be.run = lambda batch: (threads.append(threading.current_thread()), run(batch))[1]
+        bt = Batcher(be, 5, batch_size=2, timeout_ms=10_000, inline=True)
+        assert bt.worker is None
+        bt.attach()
+        bt.attach()
+        bt.attach()
+        full = await asyncio.wait_for(asyncio.gather(request(bt, 1), request(bt, 2)), 5)  # batch_size reached
+        assert full == [1.0, 2.0] and bt.counters.flush["full"] == 1
+        bt.detach()
+        bt.detach()
+        alone = await asyncio.wait_for(request(bt, 3), 5)  # the only client waits
+        assert alone == 3.0 and bt.counters.flush["waiting"] == 1
+        assert threads == [threading.main_thread()] * 2
+        assert bt.waiting == 0 and bt.counters.queue_depth == 0
+        bt.close()
+
+    asyncio.run(main())

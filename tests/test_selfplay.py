@@ -169,3 +169,18 @@ def test_sigkill_leaves_no_partial_chunk(tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert not list((tmp_path / "out").rglob(".*.tmp"))
+
+
+def test_the_random_network_answers_on_the_loop_and_a_real_one_in_the_worker(tmp_path):
+    from sayuri_async.net.backends import RandomBackend
+    from sayuri_async.selfplay.engine import Engine
+
+    class Slow(RandomBackend):  # stands for a network: not cheap
+        cheap = False
+
+    for backend, cfg_inline, want in [(RandomBackend(), True, True), (RandomBackend(), False, False),
+                                      (Slow(), True, False)]:
+        cfg = SelfplayConfig(board_sizes=[7], out=str(tmp_path / "o"), inline_cheap_backend=cfg_inline)
+        eng = Engine(cfg, backend)
+        assert all(bt.inline is want for bt in eng.batchers.values())
+        eng.close()

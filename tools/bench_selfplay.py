@@ -11,7 +11,10 @@ for each ``--procs`` value, against the forward-only ceiling in
 Warm-up (numba loading, CUDA graph capture, the first moves) is excluded:
 figures come from the counters between ``--warmup`` and ``--warmup +
 --seconds``. The last line is a JSON object; ``cpu_us_per_request`` holds the
-CPU figure (process CPU time over search requests).
+CPU figure (process CPU time over search requests). The random backend runs in
+the inference worker thread here, as a real network does, so the figure
+includes that handoff; ``--inline`` measures it the way random-network
+self-play runs (on the event loop).
 """
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ def make_cfg(a, out: str, procs: int) -> SelfplayConfig:
         board_sizes=[a.board], num_games=0, parallel_games=a.parallel_games, batch_size=a.batch_size,
         timeout_ms=a.timeout_ms, playouts=a.playouts, reduce_playouts=0, reduce_playouts_prob=0.0,
         random_moves_factor=0.0, chunk_games=10_000, write_sgf=False, out=out, procs=procs,
-        device=a.device, weights=a.weights or "", seed=1, search=SearchConfig(node_capacity=a.node_capacity, leaves_per_await=a.leaves_per_await),
+        device=a.device, weights=a.weights or "", seed=1, inline_cheap_backend=a.inline,
+        search=SearchConfig(node_capacity=a.node_capacity, leaves_per_await=a.leaves_per_await),
     )
 
 
@@ -140,6 +144,9 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--timeout-ms", type=float, default=5.0)
     ap.add_argument("--playouts", type=int, default=100)
+    ap.add_argument("--inline", action="store_true",
+                    help="let the random backend answer on the event loop, as self-play does; by default it runs "
+                         "in the worker thread so that the figure includes the handoff a real network pays")
     ap.add_argument("--leaves-per-await", type=int, default=SearchConfig().leaves_per_await,
                     help="leaves a search sends before it waits (1..16)")
     ap.add_argument("--device", default="cpu")
@@ -170,7 +177,7 @@ def main() -> int:
             )
     out = {
         "board": a.board, "backend": a.backend, "playouts": a.playouts, "parallel_games": a.parallel_games,
-        "batch_size": a.batch_size, "leaves_per_await": a.leaves_per_await, "device": a.device,
+        "batch_size": a.batch_size, "leaves_per_await": a.leaves_per_await, "inline": a.inline, "device": a.device,
         "net": None if a.backend == "random" else f"{a.blocks}b{a.channels}c",
         "cpu_us_per_request": results[0].get("cpu_us_per_request"),
         "runs": [{k: v for k, v in r.items() if k != "flush_share"} | {"flush_share": r["flush_share"]}

@@ -21,6 +21,9 @@ flush      sending the filling buffer to the backend: when ``batch_size``
 worker     one thread per device (``infer/worker.py``; batchers on the same
            device share it) runs ``backend.run``; the event loop never blocks
            on it, so while batch k runs, batch k+1 fills.
+inline     with ``inline=True`` (for a ``cheap`` backend: the random network)
+           the loop runs the batch itself at the flush and answers it on its
+           next turn: no thread handoff, which costs more than such a batch.
 NN cache   ``nn_cache`` (``infer/cache.py``): answers by position key, read and
            written by the compiled search itself; ``cache_get``/``cache_put``
            reach it from Python. It has no slots when ``cache_size`` is 0.
@@ -69,6 +72,7 @@ class Batcher:
         cache_size: int = 0,
         worker: Worker | None = None,
         counters: Counters | None = None,
+        inline: bool = False,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -77,8 +81,9 @@ class Batcher:
         self.max_batch = max(max_batch or batch_size, batch_size)
         self._batch_size = batch_size
         self.timeout_ms = timeout_ms
-        self.worker = worker or Worker()
-        self._own_worker = worker is None
+        self.inline = inline
+        self.worker = worker or (None if inline else Worker())
+        self._own_worker = worker is None and not inline
         self.counters = counters or Counters()
         self.clients = 0
         self.waiting = 0
@@ -222,7 +227,10 @@ class Batcher:
         c.queue_wait_s += sum(k * (now - t) for k, t in zip(buf.sizes, buf.t_commit))
         c.in_flight += 1
         loop = self._loop or asyncio.get_running_loop()
-        self.worker.submit(loop, self._run, (buf.arr, count, buf, reason), self._done)
+        if self.inline:
+            loop.call_soon(self._done, self._run(buf.arr, count, buf, reason), None)
+        else:
+            self.worker.submit(loop, self._run, (buf.arr, count, buf, reason), self._done)
 
     def _run(self, arr: np.ndarray, count: int, buf: _Buffer, reason: str):
         """In the worker thread: the backend's answer, or its error, for the

@@ -62,6 +62,10 @@ class Backend(ABC):
     name: str = "backend"
     device: str = "cpu"
     max_batch: int = 1024
+    # True when a batch costs microseconds of CPU (the random network): the
+    # batcher may then answer it on the event loop instead of handing it to
+    # the worker thread, whose handoff costs more than the work itself
+    cheap: bool = False
 
     @abstractmethod
     def run(self, batch: np.ndarray) -> NetOutput:  # [B, C, N, N] uint8
@@ -94,7 +98,9 @@ class RandomBackend(Backend):
     """No weights, no torch: policy = softmax(noise of std ``noise``) over all
     actions (near uniform; rows are drawn from a per-size pool of ``pool``
     precomputed rows so a call costs a gather), wdl ``[0.5, 0, 0.5]``,
-    score 0, ownership 0."""
+    score 0, ownership 0. A batch costs about 10 us: ``cheap``."""
+
+    cheap = True
 
     def __init__(
         self,

@@ -16,6 +16,9 @@ random_moves_factor the first ``factor * N*N`` moves are sampled in proportion
 pass_after_factor   no pass is chosen before ``factor * N*N`` moves (unless it
                     is the only legal move): weak early networks otherwise
                     learn to end games by passing in the opening.
+inline_cheap_backend
+                    a ``cheap`` backend (the random network) answers batches
+                    on the event loop rather than in the worker thread.
 resign_threshold    resign when the root winrate stays below it for
                     ``resign_consecutive`` moves (0 disables);
                     ``resign_discard_prob`` plays such a game out anyway and
@@ -59,6 +62,7 @@ class SelfplayConfig:
     procs: int = 1
     out: str = "runs/selfplay"
     generation: int = 0  # written into chunk names (the RL loop's generation)
+    inline_cheap_backend: bool = True  # the random network answers on the event loop, not in the worker thread
     search: SearchConfig = field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:

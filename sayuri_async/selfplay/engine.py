@@ -47,9 +47,10 @@ class Engine:
         self.num_games = cfg.num_games if num_games is None else num_games
         self.worker = Worker(name=f"infer-{backend.device}")
         max_batch = max(cfg.batch_size, 1)
+        inline = cfg.inline_cheap_backend and getattr(backend, "cheap", False)
         self.batchers = {
             n: Batcher(backend, n, cfg.batch_size, cfg.timeout_ms, max_batch=max_batch,
-                       cache_size=cfg.cache_size, worker=self.worker, counters=Counters())
+                       cache_size=cfg.cache_size, worker=self.worker, counters=Counters(), inline=inline)
             for n in sorted(set(cfg.board_sizes))
         }
         self.writer = writer or ChunkWriter(cfg.out, self.encoder, backend.planes, cfg.chunk_games, self.tag,
