@@ -5,11 +5,14 @@ Vocabulary
 SearchConfig   PUCT, noise, Gumbel and tree-size settings (a dataclass; the
                TOML configs fill it).
 Search         one game's searcher: a workspace and a node pool (see
-               ``tree.py``), the compiled descent for the batcher's encoder,
-               and ``await search.run(game, playouts, ...)`` which returns a
+               ``tree.py``) that the compiled rounds of ``puct.py`` work on
+               (the workspace names the encoder for the leaves), and
+               ``await search.run(game, playouts, ...)`` which returns a
                SearchResult. It keeps its tree between moves (``advance``).
 playout        one descent to a leaf plus its backup; a leaf costs one network
                request (or a cache hit); the end of the game costs none.
+round          up to ``leaves_per_await`` playouts whose leaves wait on the
+               network together (see ``puct.py``).
 SearchResult   per-action visits, Q and prior of the root, the policy target
                (visit distribution, or the Gumbel improved policy), the root
                value, the chosen action and whether it was a full search.
