@@ -427,3 +427,16 @@ def test_capture_by_joining_stone_is_not_ko(diagram) -> None:
     assert color_at(g, "C4") == B.EMPTY and color_at(g, "D4") == B.EMPTY
     assert g.rec["ko"] == B.NO_KO
     check_hash(g)
+
+
+def test_the_listed_legal_actions_are_the_legal_mask():
+    rng = np.random.default_rng(5)
+    for n in (7, 9, 19):
+        arr = B.new_board(n)
+        for _ in range(3 * n * n):
+            mask = np.zeros(n * n + 1, np.uint8)
+            B.legal_actions(arr[0], mask)
+            listed = np.zeros(n * n + 1, np.int16)
+            k = B.list_legal_actions(arr[0], listed)
+            np.testing.assert_array_equal(listed[:k], np.flatnonzero(mask))
+            B.play(arr[0], B.action_to_point(n, int(rng.choice(np.flatnonzero(mask)))))

@@ -431,6 +431,30 @@ def legal_actions(rec, out) -> int:
 
 
 @njit(cache=True)
+def list_legal_actions(rec, out) -> int:
+    """Write the simple-legal actions into ``out`` (ascending, pass last)
+    and return how many. The common case, an empty neighbour, is checked
+    inline: the search lists a leaf's moves on every expansion."""
+    n = rec.n
+    wd = n + 2
+    col = rec.color
+    ko = rec.ko
+    k = 0
+    for y in range(n):
+        base = (y + 1) * wd + 1
+        for x in range(n):
+            p = base + x
+            if col[p] != EMPTY or p == ko:
+                continue
+            if (col[p - 1] == EMPTY or col[p + 1] == EMPTY or col[p - wd] == EMPTY
+                    or col[p + wd] == EMPTY or is_simple_legal(rec, p)):
+                out[k] = y * n + x
+                k += 1
+    out[k] = n * n  # pass
+    return k + 1
+
+
+@njit(cache=True)
 def full_hash(rec) -> np.uint64:
     """The positional hash computed from scratch (for checks)."""
     h = np.uint64(0)

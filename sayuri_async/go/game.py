@@ -91,6 +91,7 @@ class Game:
         self._hashes = np.zeros(64, dtype=np.uint64)
         self._n_hashes = 1  # the empty start position
         self._undo: list[_Undo] = []
+        self._start: np.ndarray | None = None  # the start position, kept when there is no undo stack
         self.comments: list[str] = []
 
     # ---- state -------------------------------------------------------
@@ -147,8 +148,7 @@ class Game:
         g._hashes = self._hashes.copy()
         g._n_hashes = self._n_hashes
         g._undo = [_Undo(_copy_record(u.rec), u.n_hashes) for u in self._undo]
-        if hasattr(self, "_start"):
-            g._start = _copy_record(self._start)
+        g._start = None if self._start is None else _copy_record(self._start)
         g.comments = list(self.comments)
         return g
 

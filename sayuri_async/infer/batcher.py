@@ -45,20 +45,21 @@ from .worker import Worker
 class _Buffer:
     arr: np.ndarray  # [max_batch, C, N, N] uint8
     count: int = 0  # slots filled
-    # one entry per commit:
-    futures: list = field(default_factory=list)
-    firsts: list = field(default_factory=list)  # first slot
-    sizes: list = field(default_factory=list)  # slots
-    t_commit: list = field(default_factory=list)
-    finals: list = field(default_factory=list)  # True where the client blocked after this commit
+    # one _Commit per commit, in slot order
+    commits: list = field(default_factory=list)
 
     def clear(self) -> None:
         self.count = 0
-        self.futures.clear()
-        self.firsts.clear()
-        self.sizes.clear()
-        self.t_commit.clear()
-        self.finals.clear()
+        self.commits = []
+
+
+@dataclass
+class _Commit:
+    future: asyncio.Future
+    first: int  # first slot
+    size: int  # slots
+    t: float  # commit time
+    final: bool = False  # the client blocked after this commit
 
 
 class Batcher:
@@ -94,7 +95,7 @@ class Batcher:
         self.cache_size = cache_size
         self.nn_cache = NNCache(cache_size, board_size)
         self._closed = False
-        self._last: _Buffer | None = None  # buffer of the latest commit
+        self._last: _Commit | None = None  # the latest commit
 
     # ---- settings ------------------------------------------------------
     @property
@@ -114,14 +115,11 @@ class Batcher:
             k = old.count
             new.arr[:k] = old.arr[:k]
             new.count = k
-            for name in ("futures", "firsts", "sizes", "t_commit", "finals"):
-                getattr(new, name).extend(getattr(old, name))
-            if self._last is old:
-                self._last = new
+            new.commits = old.commits
             self._cur = new
             if self._timer is not None and self._loop is not None:
                 self._timer.cancel()
-                left = self.timeout_ms / 1000.0 - (time.perf_counter() - new.t_commit[0])
+                left = self.timeout_ms / 1000.0 - (time.perf_counter() - new.commits[0].t)
                 self._timer = self._loop.call_later(max(left, 0.0), self._on_timeout, new)
         self._batch_size = value
         if self._cur.count >= value and self._cur.count > 0:
@@ -180,13 +178,9 @@ class Batcher:
         if i + count > self.max_batch:
             raise ValueError(f"commit of {count} requests at slot {i} overflows the batch of {self.max_batch}")
         fut = loop.create_future()
-        buf.futures.append(fut)
-        buf.firsts.append(i)
-        buf.sizes.append(count)
-        buf.t_commit.append(time.perf_counter())
-        buf.finals.append(False)
+        self._last = _Commit(fut, i, count, time.perf_counter())
+        buf.commits.append(self._last)
         buf.count = i + count
-        self._last = buf
         self.counters.queue_depth += count
         if buf.count >= self._batch_size or buf.count >= self.max_batch:
             self._flush("full")
@@ -199,7 +193,7 @@ class Batcher:
     def block(self) -> None:
         """The client that committed last now waits for its answers: it counts
         as waiting until the batch holding its last request comes back."""
-        self._last.finals[-1] = True
+        self._last.final = True
         self.waiting += 1
         self._check_all_waiting()
 
@@ -224,7 +218,7 @@ class Batcher:
         count = buf.count
         now = time.perf_counter()
         c = self.counters
-        c.queue_wait_s += sum(k * (now - t) for k, t in zip(buf.sizes, buf.t_commit))
+        c.queue_wait_s += sum(m.size * (now - m.t) for m in buf.commits)
         c.in_flight += 1
         loop = self._loop or asyncio.get_running_loop()
         if self.inline:
@@ -233,8 +227,8 @@ class Batcher:
             self.worker.submit(loop, self._run, (buf.arr, count, buf, reason), self._done)
 
     def _run(self, arr: np.ndarray, count: int, buf: _Buffer, reason: str):
-        """In the worker thread: the backend's answer, or its error, for the
-        batch; ``_done`` gets it on the loop."""
+        """The backend's answer, or its error, for the batch (in the worker
+        thread, or on the loop when inline); ``_done`` gets it on the loop."""
         t0 = time.perf_counter()
         try:
             out, exc = self.backend.run(arr[:count]), None
@@ -249,20 +243,19 @@ class Batcher:
         c = self.counters
         c.in_flight -= 1
         c.queue_depth -= count
-        self.waiting -= sum(buf.finals)
-        futures, firsts = list(buf.futures), list(buf.firsts)
+        commits = buf.commits
+        self.waiting -= sum(m.final for m in commits)
         if buf.arr.shape[0] == self.max_batch:
             self._free.append(buf)  # cleared when taken again
-        buf.futures.clear()
         if exc is not None:
-            for fut in futures:
-                if not fut.done():
-                    fut.set_exception(exc)
+            for m in commits:
+                if not m.future.done():
+                    m.future.set_exception(exc)
             return
         c.add_batch(count, reason, busy)
-        for fut, first in zip(futures, firsts):
-            if not fut.done():
-                fut.set_result((out, first))
+        for m in commits:
+            if not m.future.done():
+                m.future.set_result((out, m.first))
 
     def close(self) -> None:
         if self._timer is not None:

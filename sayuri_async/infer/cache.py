@@ -65,9 +65,6 @@ class NNCache:
         self.wdl = np.zeros((s, 3), dtype=np.float32)  # [S, 3]
         self.score = np.zeros(s, dtype=np.float32)  # [S]
 
-    def __len__(self) -> int:
-        return int(np.count_nonzero(self.keys))
-
     def get(self, key: int) -> tuple[np.ndarray, np.ndarray, float] | None:
         """(policy [A], wdl [3], score) for ``key``, copies; None on a miss."""
         j = cache_lookup(self.keys, np.uint64(key))
@@ -77,6 +74,3 @@ class NNCache:
 
     def put(self, key: int, policy: np.ndarray, wdl: np.ndarray, score: np.ndarray, row: int) -> None:
         cache_store(self.keys, self.policy, self.wdl, self.score, np.uint64(key), policy, wdl, score, row)
-
-    def clear(self) -> None:
-        self.keys[:] = 0

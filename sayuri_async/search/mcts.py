@@ -50,6 +50,9 @@ from .tree import (
 )
 
 
+DEFAULT_NODE_CAPACITY = 200_000
+
+
 @dataclass
 class SearchConfig:
     c_init: float = 1.25
@@ -61,7 +64,7 @@ class SearchConfig:
     gumbel_considered_moves: int = 16
     gumbel_c_visit: float = 50.0
     gumbel_c_scale: float = 1.0
-    node_capacity: int = 200_000  # nodes in a game's tree pool; 0: the caller sizes it (self-play: from playouts)
+    node_capacity: int = DEFAULT_NODE_CAPACITY  # a game's tree pool; 0: the caller sizes it (self-play: playouts)
     max_moves_factor: float = 2.0  # a game is scored after factor * N*N moves
     reuse_tree: bool = True
     leaves_per_await: int = 4  # playouts of one search waiting on the network together (virtual loss)
@@ -100,7 +103,7 @@ class Search:
         self.ws = new_workspace()
         self.ws[0]["params"] = config.params()
         self.ws[0]["encoder"] = get_encoder(encoder).ident
-        self.nodes = new_nodes(config.node_capacity or 200_000)
+        self.nodes = new_nodes(config.node_capacity or DEFAULT_NODE_CAPACITY)
         self._leaves = max(1, min(int(config.leaves_per_await), MAX_LEAVES))
         self._root_key: tuple | None = None
         self._pv = np.zeros(64, dtype=np.int16)

@@ -171,26 +171,7 @@ def collect_moves(ws, leaf_slot: int) -> int:
     ``ws.leaf_moves[leaf_slot]``: the children the leaf gets when its
     priors arrive. Returns how many."""
     w = ws[0]
-    rec = w.scratch
-    n = rec.n
-    out = w.leaf_moves[leaf_slot]
-    k = 0
-    col = rec.color
-    wd = n + 2
-    ko = rec.ko
-    for y in range(n):
-        base = (y + 1) * wd + 1
-        for x in range(n):
-            p = base + x
-            if col[p] != B.EMPTY or p == ko:
-                continue
-            # an empty neighbour makes the move legal: the common case, checked inline
-            if (col[p - 1] == B.EMPTY or col[p + 1] == B.EMPTY or col[p - wd] == B.EMPTY
-                    or col[p + wd] == B.EMPTY or B.is_simple_legal(rec, p)):
-                out[k] = y * n + x
-                k += 1
-    out[k] = n * n  # pass
-    k += 1
+    k = B.list_legal_actions(w.scratch, w.leaf_moves[leaf_slot])
     w.leaf_nmoves[leaf_slot] = k
     return k
 

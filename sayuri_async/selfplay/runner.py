@@ -70,6 +70,20 @@ async def _serve_engine(engine, interval: float, on_status, get_controls) -> Non
             await run
 
 
+def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop) -> None:
+    """SIGINT and SIGTERM call ``stop`` (a clean stop: whole files only).
+    Where the loop cannot watch signals itself (Windows' event loop) a plain
+    handler forwards them to it; off the main thread no signal is delivered
+    here at all (the caller's thread owns Ctrl-C), so nothing is installed."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop)
+        except NotImplementedError:
+            signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop))
+        except (RuntimeError, ValueError):  # not the main thread
+            return
+
+
 def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL) -> list[dict]:
     """One engine in this process; Ctrl-C stops it cleanly."""
     from .engine import Engine
@@ -80,12 +94,7 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
 
     async def main() -> None:
         engine = Engine(cfg, backend)
-        loop = asyncio.get_running_loop()
-        try:
-            loop.add_signal_handler(signal.SIGINT, engine.stop)
-            loop.add_signal_handler(signal.SIGTERM, engine.stop)
-        except (NotImplementedError, RuntimeError):  # no signal handlers on this platform or thread
-            pass
+        _stop_on_signals(asyncio.get_running_loop(), engine.stop)
         pending: list[dict] = []
 
         def on_status(st: dict) -> None:
