@@ -248,3 +248,56 @@ def test_inline_batcher_runs_the_backend_on_the_loop_thread_and_keeps_the_flush_
         bt.close()
 
     asyncio.run(main())
+
+
+def test_a_failing_backend_answers_every_request_of_its_batch_with_the_error():
+    async def main():
+        be = FakeBackend()
+
+        def broken(batch):
+            raise RuntimeError("device lost")
+
+        be.run = broken
+        bt = Batcher(be, 5, batch_size=3, timeout_ms=10_000)
+        for _ in range(3):
+            bt.attach()
+        res = await asyncio.wait_for(
+            asyncio.gather(*[request(bt, i + 1) for i in range(3)], return_exceptions=True), 5)
+        assert [str(r) for r in res] == ["device lost"] * 3
+        assert bt.waiting == 0 and bt.counters.queue_depth == 0 and bt.counters.in_flight == 0
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_requests_flushed_to_a_shut_down_worker_fail_instead_of_waiting_forever():
+    async def main():
+        bt = Batcher(FakeBackend(), 5, batch_size=2, timeout_ms=10_000)
+        bt.attach()
+        bt.attach()
+        bt.worker.shutdown(wait=True)
+        res = await asyncio.wait_for(
+            asyncio.gather(request(bt, 1), request(bt, 2), return_exceptions=True), 5)
+        assert all(isinstance(r, RuntimeError) and "shut down" in str(r) for r in res)
+        assert bt.waiting == 0 and bt.counters.in_flight == 0
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_a_failure_of_the_worker_outside_the_backend_still_answers_the_batch():
+    async def main():
+        bt = Batcher(FakeBackend(), 5, batch_size=2, timeout_ms=10_000)
+
+        def broken_run(arr, count):
+            raise MemoryError("no room for the batch")
+
+        bt._run = broken_run  # fails in the worker thread, around the backend call
+        bt.attach()
+        bt.attach()
+        res = await asyncio.wait_for(
+            asyncio.gather(request(bt, 1), request(bt, 2), return_exceptions=True), 5)
+        assert all(isinstance(r, MemoryError) for r in res)
+        bt.close()
+
+    asyncio.run(main())

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -221,25 +222,33 @@ class Batcher:
         c.queue_wait_s += sum(m.size * (now - m.t) for m in buf.commits)
         c.in_flight += 1
         loop = self._loop or asyncio.get_running_loop()
+        done = partial(self._done, buf, count, reason)
         if self.inline:
-            loop.call_soon(self._done, self._run(buf.arr, count, buf, reason), None)
-        else:
-            self.worker.submit(loop, self._run, (buf.arr, count, buf, reason), self._done)
+            loop.call_soon(done, self._run(buf.arr, count), None)
+            return
+        try:
+            self.worker.submit(loop, self._run, (buf.arr, count), done)
+        except Exception as e:  # the worker is shut down: answer the batch with the error
+            loop.call_soon(done, None, e)
 
-    def _run(self, arr: np.ndarray, count: int, buf: _Buffer, reason: str):
-        """The backend's answer, or its error, for the batch (in the worker
+    def _run(self, arr: np.ndarray, count: int) -> tuple:
+        """``(output, error, busy seconds)`` for a batch (in the worker
         thread, or on the loop when inline); ``_done`` gets it on the loop."""
         t0 = time.perf_counter()
         try:
             out, exc = self.backend.run(arr[:count]), None
-        except Exception as e:
+        except BaseException as e:  # the batch's requests get it, not the thread
             out, exc = None, e
-        return out, exc, time.perf_counter() - t0, buf, count, reason
+        return out, exc, time.perf_counter() - t0
 
-    def _done(self, result, worker_exc: BaseException | None) -> None:
-        if worker_exc is not None:  # not the backend's: the worker itself failed
-            raise worker_exc
-        out, exc, busy, buf, count, reason = result
+    def _done(self, buf: _Buffer, count: int, reason: str, result, worker_exc: BaseException | None) -> None:
+        """On the loop: answer every request of ``buf`` with the batch's
+        output or, when the backend or the worker failed, with the error:
+        no request is ever left waiting."""
+        if worker_exc is not None:
+            out, exc, busy = None, worker_exc, 0.0
+        else:
+            out, exc, busy = result
         c = self.counters
         c.in_flight -= 1
         c.queue_depth -= count
