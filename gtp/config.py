@@ -9,6 +9,10 @@ GtpConfig   every setting, grouped in sections that match the TOML tables:
 ConfigError a config file that cannot be used: unreadable, bad TOML, an
             unknown table or key, or a value of the wrong type or range. Its
             message names the file and the key.
+
+Each section checks its ranges in ``__post_init__`` (the one style of
+``sayuri_async.configfile``); the command line assigns fields in place and
+then calls ``configfile.recheck``.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sayuri_async.configfile import Bad, ConfigError, fill_sections, read_toml
+from sayuri_async.configfile import ConfigError, at_least, fill_sections, positive, read_toml, require, within
 
 MIN_BOARD, MAX_BOARD = 2, 25
 MAX_LEAVES = 16  # search/tree.py's MAX_LEAVES
@@ -31,6 +35,9 @@ class NetSection:
     dtype: str = ""  # empty: the backend's default (bf16 on CUDA, fp32 on CPU)
     threads: int = 0  # torch CPU threads; 0: torch's default
 
+    def __post_init__(self) -> None:
+        at_least(self, 0, "threads")
+
 
 @dataclass
 class GameSection:
@@ -38,6 +45,11 @@ class GameSection:
     komi: float = 7.5
     scoring: str = "area"
     superko: bool = True
+
+    def __post_init__(self) -> None:
+        require(MIN_BOARD <= self.board_size <= MAX_BOARD, "board_size",
+                f"must be {MIN_BOARD}..{MAX_BOARD}, not {self.board_size}")
+        require(self.scoring in ("area", "territory"), "scoring", "must be \"area\" or \"territory\"")
 
 
 @dataclass
@@ -56,6 +68,14 @@ class SearchSection:
     resign_min_visits: int = 100
     seed: int = -1
 
+    def __post_init__(self) -> None:
+        at_least(self, 1, "playouts", "leaves_per_await")
+        at_least(self, 10_000, "node_capacity")
+        at_least(self, 0, "cache_size", "resign_min_visits", "timeout_ms")
+        require(self.leaves_per_await <= MAX_LEAVES, "leaves_per_await",
+                f"must be at most {MAX_LEAVES}, not {self.leaves_per_await}")
+        within(self, "[0, 0.5)", "resign_threshold")
+
 
 @dataclass
 class TimeSection:
@@ -65,6 +85,13 @@ class TimeSection:
     min_moves_left: int = 10
     max_move_fraction: float = 0.25
 
+    def __post_init__(self) -> None:
+        at_least(self, 0, "lag_margin_s")
+        within(self, "[0, 1)", "reserve_fraction")
+        positive(self, "expected_length_factor")
+        at_least(self, 1, "min_moves_left")
+        within(self, "(0, 1]", "max_move_fraction")
+
 
 @dataclass
 class AnalysisSection:
@@ -72,6 +99,9 @@ class AnalysisSection:
     pv_length: int = 20
     max_moves: int = 20
     lcb_z: float = 1.96
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "interval_cs", "pv_length", "max_moves")
 
 
 @dataclass
@@ -89,47 +119,6 @@ class GtpConfig:
     time: TimeSection = field(default_factory=TimeSection)
     analysis: AnalysisSection = field(default_factory=AnalysisSection)
     protocol: ProtocolSection = field(default_factory=ProtocolSection)
-
-    def check(self) -> None:
-        """Range checks; raises ``Bad`` naming the table and key."""
-
-        def bad(key: str, why: str) -> Bad:
-            table, _, name = key.partition(".")
-            return Bad(f"[{table}] {name}", why)
-
-        g, s, t, a = self.game, self.search, self.time, self.analysis
-        if not MIN_BOARD <= g.board_size <= MAX_BOARD:
-            raise bad("game.board_size", f"must be {MIN_BOARD}..{MAX_BOARD}")
-        if g.scoring not in ("area", "territory"):
-            raise bad("game.scoring", "must be \"area\" or \"territory\"")
-        for key, value, lo in (
-            ("search.playouts", s.playouts, 1),
-            ("search.node_capacity", s.node_capacity, 10_000),
-            ("search.cache_size", s.cache_size, 0),
-            ("search.leaves_per_await", s.leaves_per_await, 1),
-            ("search.resign_min_visits", s.resign_min_visits, 0),
-            ("time.min_moves_left", t.min_moves_left, 1),
-            ("analysis.interval_cs", a.interval_cs, 1),
-            ("analysis.pv_length", a.pv_length, 1),
-            ("analysis.max_moves", a.max_moves, 1),
-            ("net.threads", self.net.threads, 0),
-        ):
-            if value < lo:
-                raise bad(key, f"must be at least {lo}, not {value}")
-        if s.leaves_per_await > MAX_LEAVES:
-            raise bad("search.leaves_per_await", f"must be at most {MAX_LEAVES}, not {s.leaves_per_await}")
-        if not 0.0 <= s.resign_threshold < 0.5:
-            raise bad("search.resign_threshold", "must be in [0, 0.5)")
-        if not 0.0 < t.max_move_fraction <= 1.0:
-            raise bad("time.max_move_fraction", "must be in (0, 1]")
-        if not 0.0 <= t.reserve_fraction < 1.0:
-            raise bad("time.reserve_fraction", "must be in [0, 1)")
-        if t.lag_margin_s < 0:
-            raise bad("time.lag_margin_s", "must not be negative")
-        if t.expected_length_factor <= 0:
-            raise bad("time.expected_length_factor", "must be positive")
-        if s.timeout_ms < 0:
-            raise bad("search.timeout_ms", "must not be negative")
 
 
 def config_from_dict(data: dict[str, Any], where: str = "config") -> GtpConfig:

@@ -9,14 +9,44 @@ section   a TOML table mapped onto one dataclass (``[selfplay]``,
           dataclass is a nested section.
 fill      ``fill(cls, table, source, section)``: a ``cls`` from one table (over
           a ``base`` or the defaults), every value checked against the field's
-          type; then the dataclass's own range checks run (``__post_init__``
-          raising ValueError, or a ``check()`` method raising ``Bad``).
+          type; constructing it runs the dataclass's range checks.
 sections  ``fill_sections(cls, document, source)``: a dataclass whose fields
           are all sections, from a whole file; unknown tables are errors.
-Bad       what a ``check()`` raises: the key and what is wrong with it.
+Bad       one key's problem: the key and what is wrong with it. Range checks
+          raise it (through ``require`` and the helpers below); ``fill`` and
+          ``recheck`` turn it into a ``ConfigError`` with the file and table.
 message   every error reads ``<file>: [<table>] <key>: <problem>``, so a typo
           never silently falls back to a default and the user knows where to
           look.
+
+Range checks: one style
+-----------------------
+Every settings dataclass checks its ranges in ``__post_init__``, with
+``require`` / ``at_least`` / ``positive`` / ``within`` raising ``Bad``::
+
+    @dataclass
+    class OptimConfig:
+        batch_size: int = 256
+        momentum: float = 0.9
+
+        def __post_init__(self) -> None:
+            at_least(self, 1, "batch_size")
+            within(self, "[0, 1)", "momentum")
+
+Why ``__post_init__`` rather than a ``check()`` method that callers must
+remember: it runs on every construction and on every
+``dataclasses.replace``, so no config can exist with a bad value, however it
+was made: from a file (``fill`` builds it with ``cls(**values)``), from
+command-line overrides (``fill(..., base=cfg)`` goes through ``replace``),
+by hand in a tool or test, or derived in code (self-play's per-process
+``replace``). The check needs no knowledge of files: it names only the key,
+and ``fill`` knows the file and the table and adds them. ``Bad`` is a
+``ValueError``, so a dataclass built by hand with a bad value fails like any
+bad argument, with a message that names the key. The one way around the
+checks is assigning a field of an existing object; code that does so (the
+GTP command line) calls ``recheck`` afterwards, which runs the same
+``__post_init__`` of the object and of its sections again. So these
+``__post_init__`` methods only check and never change a value.
 """
 from __future__ import annotations
 
@@ -35,18 +65,54 @@ class ConfigError(ValueError):
     """A configuration file or value that cannot be used."""
 
 
-class Bad(Exception):
+class Bad(ValueError):
     """One key's problem, raised by range checks; ``fill`` adds the file and table."""
 
     def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(key, message)
         self.key = key
         self.message = message
 
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}"
+
+    def located(self, source: str, section: str | None) -> ConfigError:
+        """The error as the user reads it: ``<file>: [<table>] <key>: <problem>``."""
+        return ConfigError(f"{where(source, section)} {self.key}: {self.message}")
+
 
 def require(ok: bool, key: str, message: str) -> None:
+    """``Bad(key, message)`` unless ``ok``."""
     if not ok:
         raise Bad(key, message)
+
+
+def at_least(obj: object, minimum: float, *keys: str) -> None:
+    """Each field ``keys`` of ``obj`` is ``minimum`` or more."""
+    for key in keys:
+        value = getattr(obj, key)
+        require(value >= minimum, key, f"must be at least {minimum}, not {value}")
+
+
+def positive(obj: object, *keys: str) -> None:
+    """Each field ``keys`` of ``obj`` is above 0."""
+    for key in keys:
+        value = getattr(obj, key)
+        require(value > 0, key, f"must be positive, not {value}")
+
+
+def within(obj: object, interval: str, *keys: str) -> None:
+    """Each field ``keys`` of ``obj`` lies in ``interval``, written as in
+    mathematics: ``"[0, 1)"`` includes 0 and excludes 1. The message quotes
+    the interval as written."""
+    if interval[:1] not in ("[", "(") or interval[-1:] not in ("]", ")") or interval.count(",") != 1:
+        raise ValueError(f"not an interval: {interval!r}")
+    lo, hi = (float(x) for x in interval[1:-1].split(","))
+    for key in keys:
+        value = getattr(obj, key)
+        above = lo <= value if interval[0] == "[" else lo < value
+        below = value <= hi if interval[-1] == "]" else value < hi
+        require(above and below, key, f"must be in {interval}, not {value}")
 
 
 def read_toml(path: str | Path) -> dict:
@@ -144,25 +210,29 @@ def fill(cls: type[T], data: dict, source: str, section: str | None = None, base
                 value = convert(key, value, tp)
             values[key] = value
         obj = dataclasses.replace(base, **values) if base is not None else cls(**values)
-        check = getattr(obj, "check", None)
-        if callable(check):
-            check()
     except Bad as e:
-        raise ConfigError(f"{where(source, section)} {e.key}: {e.message}") from None
-    except (TypeError, ValueError) as e:
-        if isinstance(e, ConfigError):
-            raise
+        raise e.located(source, section) from None
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as e:  # a check not written with Bad still names the file and table
         raise ConfigError(f"{where(source, section)} {e}") from None
     return obj
 
 
 def recheck(obj: Any, source: str, section: str | None = None) -> None:
-    """Run ``obj.check()`` again after values were set by hand (command-line
+    """Run the range checks (``__post_init__``) of ``obj`` and of its nested
+    sections again after fields were assigned by hand (command-line
     options), with the same error messages as ``fill``."""
-    try:
-        obj.check()
-    except Bad as e:
-        raise ConfigError(f"{where(source, section)} {e.key}: {e.message}") from None
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            recheck(value, source, f"{section}.{f.name}" if section else f.name)
+    post_init = getattr(obj, "__post_init__", None)
+    if callable(post_init):
+        try:
+            post_init()
+        except Bad as e:
+            raise e.located(source, section) from None
 
 
 def check_tables(data: dict, known: list[str], source: str) -> None:

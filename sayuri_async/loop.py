@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .configfile import ConfigError, check_tables, fill, read_toml
+from .configfile import ConfigError, at_least, check_tables, fill, read_toml, within
 from .fileio import atomic_path
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
@@ -58,14 +58,10 @@ class LoopConfig:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        if self.games_per_generation < 1:
-            raise ValueError("games_per_generation must be at least 1")
-        if self.steps_per_generation < 1:
-            raise ValueError("steps_per_generation must be at least 1")
-        if self.eval_games < 0 or self.eval_playouts < 1:
-            raise ValueError("eval_games must be >= 0 and eval_playouts >= 1")
-        if not 0.0 <= self.gating_win_rate <= 1.0:
-            raise ValueError("gating_win_rate must be in [0, 1]")
+        """Range checks (see ``configfile``): ``Bad`` naming the key."""
+        at_least(self, 1, "games_per_generation", "steps_per_generation", "eval_playouts")
+        at_least(self, 0, "eval_games")
+        within(self, "[0, 1]", "gating_win_rate")
 
 
 @dataclass

@@ -1,16 +1,22 @@
 """The one config reader: self-play, loop, training and GTP files all give
 ``<file>: [<table>] <key>: <problem>`` errors, and the values in a file
-are the values the program gets."""
+are the values the program gets. Every range check of every config is
+exercised here: removing one makes its case fail."""
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
+from gtp.config import GtpConfig, SearchSection
 from gtp.config import load_config as load_gtp
-from sayuri_async.configfile import ConfigError
+from sayuri_async.configfile import Bad, ConfigError, at_least, positive, recheck, within
+from sayuri_async.loop import LoopConfig
 from sayuri_async.loop import load_loop_config
-from sayuri_async.selfplay.config import load_selfplay_config
+from sayuri_async.selfplay.config import SelfplayConfig, load_selfplay_config
+from sayuri_async.train.config import OptimConfig
 from sayuri_async.train.config import load_config as load_train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +41,7 @@ def test_selfplay_file_values_and_command_line_overrides(tmp_path):
 @pytest.mark.parametrize("text, pattern", [
     ("[selfplay]\nparalel_games = 8\n", r"c\.toml: \[selfplay\] paralel_games: unknown key"),
     ("[selfplay]\nbatch_size = 'big'\n", r"c\.toml: \[selfplay\] batch_size: must be a whole number"),
-    ("[selfplay]\nbatch_size = 0\n", r"c\.toml: \[selfplay\] batch_size must be at least 1"),
+    ("[selfplay]\nbatch_size = 0\n", r"c\.toml: \[selfplay\] batch_size: must be at least 1, not 0"),
     ("[search]\nc_int = 1\n", r"c\.toml: \[search\] c_int: unknown key"),
     ("[search]\nreuse_tree = 1\n", r"c\.toml: \[search\] reuse_tree: must be true or false"),
     ("[serach]\nc_init = 1\n", r"c\.toml: unknown section \[serach\] \(known: selfplay, search\)"),
@@ -79,3 +85,179 @@ def test_shipped_selfplay_configs_load(name):
 def test_shipped_loop_configs_load(name):
     loop_cfg, sp, train = load_loop_config(str(ROOT / "configs" / name))
     assert sp.search.leaves_per_await == 4 and train.data.board_size == sp.board_sizes[0]
+
+
+# (loader, table, the file's lines, the key the error must name); one case per range check
+RANGE_CASES = [
+    (load_selfplay_config, "selfplay", "board_sizes = [21]", "board_sizes"),
+    (load_selfplay_config, "selfplay", "board_sizes = [6]", "board_sizes"),
+    (load_selfplay_config, "selfplay", "board_sizes = []", "board_sizes"),
+    (load_selfplay_config, "selfplay", "board_sizes = [9]\nboard_size_weights = [1.0, 2.0]", "board_size_weights"),
+    (load_selfplay_config, "selfplay", "parallel_games = 0", "parallel_games"),
+    (load_selfplay_config, "selfplay", "batch_size = 0", "batch_size"),
+    (load_selfplay_config, "selfplay", "playouts = 0", "playouts"),
+    (load_selfplay_config, "selfplay", "chunk_games = 0", "chunk_games"),
+    (load_selfplay_config, "selfplay", "procs = 0", "procs"),
+    (load_selfplay_config, "selfplay", "timeout_ms = -1", "timeout_ms"),
+    (load_selfplay_config, "selfplay", "komi_stddev = -0.5", "komi_stddev"),
+    (load_selfplay_config, "selfplay", "num_games = -1", "num_games"),
+    (load_selfplay_config, "selfplay", "cache_size = -1", "cache_size"),
+    (load_selfplay_config, "selfplay", "reduce_playouts_prob = 1.5", "reduce_playouts_prob"),
+    (load_selfplay_config, "selfplay", "pass_after_factor = -0.1", "pass_after_factor"),
+    (load_selfplay_config, "selfplay", "resign_discard_prob = 2", "resign_discard_prob"),
+    (load_selfplay_config, "selfplay", "resign_threshold = 1", "resign_threshold"),
+    (load_loop_config, "loop", "games_per_generation = 0", "games_per_generation"),
+    (load_loop_config, "loop", "steps_per_generation = 0", "steps_per_generation"),
+    (load_loop_config, "loop", "eval_playouts = 0", "eval_playouts"),
+    (load_loop_config, "loop", "eval_games = -1", "eval_games"),
+    (load_loop_config, "loop", "gating_win_rate = 1.5", "gating_win_rate"),
+    (load_loop_config, "selfplay", "playouts = 0", "playouts"),
+    (load_loop_config, "run", "log_every = 0", "log_every"),
+    (load_train, "data", "board_size = 30", "board_size"),
+    (load_train, "data", "window_min_positions = 0", "window_min_positions"),
+    (load_train, "data", "window_max_positions = 50", "window_max_positions"),
+    (load_train, "data", "window_expand_per_position = 0", "window_expand_per_position"),
+    (load_train, "data", "window_taper_exponent = 0", "window_taper_exponent"),
+    (load_train, "data", "shuffle_buffer = 0", "shuffle_buffer"),
+    (load_train, "data", "workers = -1", "workers"),
+    (load_train, "data", "prefetch_batches = 0", "prefetch_batches"),
+    (load_train, "optim", "batch_size = 0", "batch_size"),
+    (load_train, "optim", "momentum = 1", "momentum"),
+    (load_train, "optim", "weight_decay = -1", "weight_decay"),
+    (load_train, "optim", "adam_beta1 = 1", "adam_beta1"),
+    (load_train, "optim", "adam_beta2 = -0.1", "adam_beta2"),
+    (load_train, "optim", "adam_eps = 0", "adam_eps"),
+    (load_train, "optim", "grad_clip_norm = -1", "grad_clip_norm"),
+    (load_train, "optim", "momentum = 0", "nesterov"),
+    (load_train, "schedule", "reference_batch = 0", "reference_batch"),
+    (load_train, "schedule", "warmup = -1", "warmup"),
+    (load_train, "schedule", "rates = [0.1]", "rates"),
+    (load_train, "schedule", "rates = [0.1, 0.1, 0.1, 0.1, -0.1]", "rates"),
+    (load_train, "schedule", "boundaries = [0, 1, 2, 3]", "boundaries"),
+    (load_train, "schedule", "boundaries = [3, 2, 5, 9]", "boundaries"),
+    (load_train, "schedule", "total = 0", "total"),
+    *[(load_train, "loss", f"{k} = -1", k) for k in ("policy", "opp_policy", "wdl", "score", "ownership")],
+    (load_train, "loss", "score_huber_delta = 0", "score_huber_delta"),
+    (load_train, "average", "ema_decay = 1", "ema_decay"),
+    (load_train, "average", "swa_start = -1", "swa_start"),
+    (load_train, "average", "swa_every = 0", "swa_every"),
+    (load_train, "run", "device = 'tpu'", "device"),
+    (load_train, "run", "name = 'a/b'", "name"),
+    (load_train, "run", "checkpoint_every = 0", "checkpoint_every"),
+    (load_train, "run", "keep_checkpoints = 0", "keep_checkpoints"),
+    (load_train, "run", "export_every = 0", "export_every"),
+    (load_train, "run", "log_every = 0", "log_every"),
+    (load_gtp, "net", "threads = -1", "threads"),
+    (load_gtp, "game", "board_size = 1", "board_size"),
+    (load_gtp, "game", "board_size = 26", "board_size"),
+    (load_gtp, "game", "scoring = 'japanese'", "scoring"),
+    (load_gtp, "search", "playouts = 0", "playouts"),
+    (load_gtp, "search", "node_capacity = 9999", "node_capacity"),
+    (load_gtp, "search", "cache_size = -1", "cache_size"),
+    (load_gtp, "search", "leaves_per_await = 0", "leaves_per_await"),
+    (load_gtp, "search", "leaves_per_await = 17", "leaves_per_await"),
+    (load_gtp, "search", "resign_min_visits = -1", "resign_min_visits"),
+    (load_gtp, "search", "resign_threshold = 0.5", "resign_threshold"),
+    (load_gtp, "search", "timeout_ms = -1", "timeout_ms"),
+    (load_gtp, "time", "lag_margin_s = -0.1", "lag_margin_s"),
+    (load_gtp, "time", "reserve_fraction = 1", "reserve_fraction"),
+    (load_gtp, "time", "expected_length_factor = 0", "expected_length_factor"),
+    (load_gtp, "time", "min_moves_left = 0", "min_moves_left"),
+    (load_gtp, "time", "max_move_fraction = 0", "max_move_fraction"),
+    (load_gtp, "analysis", "interval_cs = 0", "interval_cs"),
+    (load_gtp, "analysis", "pv_length = 0", "pv_length"),
+    (load_gtp, "analysis", "max_moves = 0", "max_moves"),
+]
+
+
+PROGRAM = {load_selfplay_config: "selfplay", load_loop_config: "loop", load_train: "train", load_gtp: "gtp"}
+
+
+@pytest.mark.parametrize("load, table, lines, key", RANGE_CASES,
+                         ids=[f"{PROGRAM[c[0]]}-{c[1]}-{c[2]}" for c in RANGE_CASES])
+def test_every_range_check_names_file_table_and_key(tmp_path, load, table, lines, key):
+    p = write(tmp_path, f"[{table}]\n{lines}\n")
+    with pytest.raises(ConfigError) as e:
+        load(str(p))
+    assert str(e.value).startswith(f"{p}: [{table}] {key}: "), str(e.value)
+
+
+def test_the_same_range_mistake_reads_the_same_everywhere(tmp_path):
+    """A batch size / playout count of 0: one message shape in every program."""
+    cases = [
+        (load_selfplay_config, "[selfplay]\nbatch_size = 0\n", "[selfplay] batch_size"),
+        (load_loop_config, "[loop]\neval_playouts = 0\n", "[loop] eval_playouts"),
+        (load_train, "[optim]\nbatch_size = 0\n", "[optim] batch_size"),
+        (load_gtp, "[search]\nplayouts = 0\n", "[search] playouts"),
+    ]
+    for load, text, where in cases:
+        with pytest.raises(ConfigError) as e:
+            load(str(write(tmp_path, text)))
+        assert str(e.value) == f"{tmp_path / 'c.toml'}: {where}: must be at least 1, not 0"
+
+
+@pytest.mark.parametrize("make, key", [
+    (lambda: SelfplayConfig(batch_size=0), "batch_size"),
+    (lambda: replace(SelfplayConfig(), resign_threshold=1.0), "resign_threshold"),
+    (lambda: LoopConfig(gating_win_rate=2.0), "gating_win_rate"),
+    (lambda: replace(OptimConfig(), momentum=-0.5), "momentum"),
+    (lambda: GtpConfig(search=SearchSection(playouts=0)), "playouts"),
+])
+def test_no_config_can_be_built_with_a_bad_value(make, key):
+    """The checks run on every construction and ``replace``, not only when a file is read;
+    ``Bad`` is a ValueError that names the key."""
+    with pytest.raises(ValueError) as e:
+        make()
+    assert isinstance(e.value, Bad) and e.value.key == key
+    assert str(e.value).startswith(f"{key}: ")
+
+
+def test_command_line_overrides_are_range_checked(tmp_path, capsys):
+    from gtp.main import _configure, build_parser
+    from sayuri_async.selfplay.cli import main as selfplay_main
+
+    p = write(tmp_path, "[selfplay]\nboard_sizes = [9]\n")
+    with pytest.raises(ConfigError, match=r"^command line: batch_size: must be at least 1, not 0$"):
+        load_selfplay_config(str(p), {"batch_size": 0})
+    assert selfplay_main(["--config", str(p), "--batch-size", "0", "--no-tui"]) == 2
+    assert "sayuri-async selfplay: command line: batch_size: must be at least 1" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"^command line: \[search\] playouts: must be at least 1, not 0$"):
+        _configure(build_parser().parse_args(["--playouts", "0"]))
+
+
+def test_recheck_after_assigning_fields(tmp_path):
+    cfg = GtpConfig()
+    recheck(cfg, "command line")
+    cfg.time.max_move_fraction = 1.5
+    with pytest.raises(ConfigError, match=r"^command line: \[time\] max_move_fraction: must be in \(0, 1\], not 1\.5$"):
+        recheck(cfg, "command line")
+    sp = SelfplayConfig()
+    sp.procs = 0
+    with pytest.raises(ConfigError, match=r"^x\.toml: \[selfplay\] procs: must be at least 1, not 0$"):
+        recheck(sp, "x.toml", "selfplay")
+
+
+def test_the_range_helpers():
+    @dataclass
+    class Ranges:
+        a: float = 0.0
+
+    for interval, inside, outside in [
+        ("[0, 1)", [0.0, 0.5], [-0.1, 1.0]),
+        ("(0, 1]", [0.5, 1.0], [0.0, 1.1]),
+        ("[0, 1]", [0.0, 1.0], [-0.1, 1.1]),
+        ("(0, 0.5)", [0.25], [0.0, 0.5]),
+    ]:
+        for v in inside:
+            within(Ranges(v), interval, "a")
+        for v in outside:
+            with pytest.raises(Bad, match=rf"^a: must be in {re.escape(interval)}, not {v}$"):
+                within(Ranges(v), interval, "a")
+    with pytest.raises(ValueError, match="not an interval"):
+        within(Ranges(), "0..1", "a")
+    at_least(Ranges(2.0), 2, "a")
+    with pytest.raises(Bad, match=r"^a: must be at least 3, not 2\.0$"):
+        at_least(Ranges(2.0), 3, "a")
+    positive(Ranges(0.1), "a")
+    with pytest.raises(Bad, match=r"^a: must be positive, not 0\.0$"):
+        positive(Ranges(0.0), "a")

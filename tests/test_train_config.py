@@ -60,3 +60,20 @@ def test_bad_files_name_the_file_and_key(tmp_path, text, pattern):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         load_config(tmp_path / "absent.toml")
+
+
+def test_command_line_overrides_are_range_checked(capsys):
+    """``override`` (the trainer's --workers, --device ...) runs the section's range checks."""
+    from sayuri_async.train.cli import main
+    from sayuri_async.train.config import override
+
+    path = ROOT / "configs" / "train-9x9.toml"
+    cfg = load_config(path)
+    workers = cfg.data.workers
+    with pytest.raises(ConfigError, match=r"^command line: \[data\] workers: must be 0 \(read in the training"):
+        override(cfg, "data", "workers", -1)
+    assert cfg.data.workers == workers  # a refused value leaves the config as it was
+    override(cfg, "data", "workers", 0)
+    assert cfg.data.workers == 0
+    assert main(["--config", str(path), "--device", "tpu"]) == 2
+    assert "sayuri-async train: command line: [run] device: must be auto, cpu, cuda or cuda:N" in capsys.readouterr().err

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..configfile import check_tables, fill, read_toml
+from ..configfile import at_least, check_tables, fill, read_toml, require, within
 from ..search.mcts import SearchConfig
 
 
@@ -78,31 +78,16 @@ class SelfplayConfig:
         return replace(self.search, node_capacity=max(need, 20_000))
 
     def __post_init__(self) -> None:
+        """Range checks (see ``configfile``): ``Bad`` naming the key."""
+        require(bool(self.board_sizes), "board_sizes", "must not be empty")
         for s in self.board_sizes:
-            if not 7 <= s <= 19:
-                raise ValueError(f"board size {s} is outside 7..19")
-        if not self.board_sizes:
-            raise ValueError("board_sizes is empty")
-        if self.board_size_weights and len(self.board_size_weights) != len(self.board_sizes):
-            raise ValueError("board_size_weights needs one weight per board size")
-        checks = [
-            (self.parallel_games >= 1, "parallel_games must be at least 1"),
-            (self.batch_size >= 1, "batch_size must be at least 1"),
-            (self.timeout_ms >= 0, "timeout_ms must not be negative"),
-            (self.playouts >= 1, "playouts must be at least 1"),
-            (0 <= self.reduce_playouts_prob <= 1, "reduce_playouts_prob must be in [0, 1]"),
-            (0 <= self.pass_after_factor <= 1, "pass_after_factor must be in [0, 1]"),
-            (0 <= self.resign_threshold < 1, "resign_threshold must be in [0, 1)"),
-            (0 <= self.resign_discard_prob <= 1, "resign_discard_prob must be in [0, 1]"),
-            (self.komi_stddev >= 0, "komi_stddev must not be negative"),
-            (self.chunk_games >= 1, "chunk_games must be at least 1"),
-            (self.procs >= 1, "procs must be at least 1"),
-            (self.num_games >= 0, "num_games must not be negative"),
-            (self.cache_size >= 0, "cache_size must not be negative"),
-        ]
-        for ok, msg in checks:
-            if not ok:
-                raise ValueError(msg)
+            require(7 <= s <= 19, "board_sizes", f"must all be in 7..19, not {s}")
+        require(not self.board_size_weights or len(self.board_size_weights) == len(self.board_sizes),
+                "board_size_weights", "needs one weight per board size")
+        at_least(self, 1, "parallel_games", "batch_size", "playouts", "chunk_games", "procs")
+        at_least(self, 0, "timeout_ms", "komi_stddev", "num_games", "cache_size")
+        within(self, "[0, 1]", "reduce_playouts_prob", "pass_after_factor", "resign_discard_prob")
+        within(self, "[0, 1)", "resign_threshold")
 
 
 def load_selfplay_config(path: str | None, overrides: dict | None = None) -> SelfplayConfig:

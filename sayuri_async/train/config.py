@@ -11,7 +11,9 @@ Vocabulary:
 
 Every key in a file must be a known field and every value must have the right
 type and range; anything else raises :class:`ConfigError` naming the file and
-the key, so a typo never silently falls back to a default. ``[model]`` is
+the key, so a typo never silently falls back to a default. Each section checks
+its ranges in ``__post_init__`` (the one style of ``sayuri_async.configfile``),
+so no section can exist with a bad value. ``[model]`` is
 checked against the network's ``NetConfig`` (``sayuri_async.net.model``).
 """
 from __future__ import annotations
@@ -22,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sayuri_async.configfile import Bad, ConfigError, check_tables, convert, fill, read_toml, require
+from sayuri_async.configfile import (Bad, ConfigError, at_least, check_tables, convert, fill, positive, read_toml,
+                                     require, within)
 
 __all__ = ["ConfigError", "TrainConfig", "load_config", "from_dict", "override"]
 
@@ -40,16 +43,14 @@ class DataConfig:
     prefetch_batches: int = 4
     symmetries: bool = True
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         require(7 <= self.board_size <= 25, "board_size", "must be between 7 and 25")
-        require(self.window_min_positions >= 1, "window_min_positions", "must be at least 1")
+        at_least(self, 1, "window_min_positions", "shuffle_buffer", "prefetch_batches")
         require(self.window_max_positions >= self.window_min_positions, "window_max_positions",
-                 "must be at least window_min_positions")
-        require(self.window_expand_per_position > 0, "window_expand_per_position", "must be positive")
-        require(0 < self.window_taper_exponent <= 1, "window_taper_exponent", "must be in (0, 1]")
-        require(self.shuffle_buffer >= 1, "shuffle_buffer", "must be at least 1")
+                "must be at least window_min_positions")
+        positive(self, "window_expand_per_position")
+        within(self, "(0, 1]", "window_taper_exponent")
         require(self.workers >= 0, "workers", "must be 0 (read in the training process) or more")
-        require(self.prefetch_batches >= 1, "prefetch_batches", "must be at least 1")
 
 
 @dataclass
@@ -65,16 +66,14 @@ class OptimConfig:
     adam_eps: float = 1e-8
     grad_clip_norm: float = 0.0
 
-    def check(self) -> None:
-        require(self.batch_size >= 1, "batch_size", "must be at least 1")
-        require(0 <= self.momentum < 1, "momentum", "must be in [0, 1)")
-        require(self.weight_decay >= 0, "weight_decay", "must not be negative")
-        require(0 <= self.adam_beta1 < 1, "adam_beta1", "must be in [0, 1)")
-        require(0 <= self.adam_beta2 < 1, "adam_beta2", "must be in [0, 1)")
-        require(self.adam_eps > 0, "adam_eps", "must be positive")
+    def __post_init__(self) -> None:
+        at_least(self, 1, "batch_size")
+        within(self, "[0, 1)", "momentum", "adam_beta1", "adam_beta2")
+        at_least(self, 0, "weight_decay")
+        positive(self, "adam_eps")
         require(self.grad_clip_norm >= 0, "grad_clip_norm", "must be 0 (off) or positive")
         require(not (self.nesterov and self.optimizer == "sgd" and self.momentum == 0), "nesterov",
-                 "Nesterov momentum needs momentum > 0")
+                "Nesterov momentum needs momentum > 0")
 
 
 @dataclass
@@ -87,17 +86,16 @@ class ScheduleConfig:
     lr_scaling: Literal["linear", "sqrt", "none"] = "linear"
     total: int = 2_560_000
 
-    def check(self) -> None:
-        require(self.reference_batch >= 1, "reference_batch", "must be at least 1")
-        require(self.warmup >= 0, "warmup", "must not be negative")
+    def __post_init__(self) -> None:
+        at_least(self, 1, "reference_batch", "total")
+        at_least(self, 0, "warmup")
         require(len(self.rates) == len(self.boundaries) + 1, "rates",
-                 f"needs exactly one more entry than boundaries ({len(self.boundaries)} boundaries, "
-                 f"{len(self.rates)} rates)")
+                f"needs exactly one more entry than boundaries ({len(self.boundaries)} boundaries, "
+                f"{len(self.rates)} rates)")
         require(all(r > 0 and math.isfinite(r) for r in self.rates), "rates", "must all be positive")
         require(all(b > 0 for b in self.boundaries), "boundaries", "must all be positive")
         require(all(a < b for a, b in zip(self.boundaries, self.boundaries[1:])), "boundaries",
-                 "must be strictly increasing")
-        require(self.total >= 1, "total", "must be at least 1")
+                "must be strictly increasing")
 
 
 @dataclass
@@ -109,11 +107,11 @@ class LossConfig:
     ownership: float = 1.5
     score_huber_delta: float = 10.0
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         for name in ("policy", "opp_policy", "wdl", "score", "ownership"):
             value = getattr(self, name)
             require(value >= 0 and math.isfinite(value), name, "must be a finite weight >= 0")
-        require(self.score_huber_delta > 0, "score_huber_delta", "must be positive")
+        positive(self, "score_huber_delta")
 
 
 @dataclass
@@ -123,10 +121,10 @@ class AverageConfig:
     swa_start: int = 0
     swa_every: int = 100
 
-    def check(self) -> None:
-        require(0 < self.ema_decay < 1, "ema_decay", "must be in (0, 1)")
-        require(self.swa_start >= 0, "swa_start", "must not be negative")
-        require(self.swa_every >= 1, "swa_every", "must be at least 1")
+    def __post_init__(self) -> None:
+        within(self, "(0, 1)", "ema_decay")
+        at_least(self, 0, "swa_start")
+        at_least(self, 1, "swa_every")
 
 
 @dataclass
@@ -144,14 +142,11 @@ class RunConfig:
     log_every: int = 50
     progress: Literal["auto", "on", "off"] = "auto"
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda"),
-                 "device", "must be auto, cpu, cuda or cuda:N")
+                "device", "must be auto, cpu, cuda or cuda:N")
         require(bool(self.name) and "/" not in self.name, "name", "must be a non-empty file-name prefix")
-        require(self.checkpoint_every >= 1, "checkpoint_every", "must be at least 1")
-        require(self.keep_checkpoints >= 1, "keep_checkpoints", "must be at least 1")
-        require(self.export_every >= 1, "export_every", "must be at least 1")
-        require(self.log_every >= 1, "log_every", "must be at least 1")
+        at_least(self, 1, "checkpoint_every", "keep_checkpoints", "export_every", "log_every")
 
 
 @dataclass
@@ -218,7 +213,7 @@ def from_dict(raw: dict[str, Any], source: str = "<dict>", check_model: bool = T
             try:
                 cfg.model = check_model_table(table) if check_model else dict(table)
             except Bad as e:
-                raise ConfigError(f"{source}: [model] {e.key}: {e.message}") from None
+                raise e.located(source, "model") from None
         else:
             setattr(cfg, section, fill(SECTIONS[section], table, source, section))
     if check_model and "model" not in raw:
