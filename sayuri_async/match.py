@@ -7,8 +7,10 @@ player      a network (a weights file, or ``random`` for the random network)
             containing a space or starting with ``gtp:``, e.g.
             ``"/usr/games/gnugo --mode gtp --level 1 --chinese-rules"``).
 game        alternating colours: game k gives black to A when k is even.
-            It ends on two passes (scored by Tromp-Taylor area with komi) or
-            a resignation; a move cap of 2 * N*N scores the board as it stands.
+            Played by the one game loop, ``referee.referee_game`` (where
+            ``Player`` and ``GtpPlayer`` live): it ends on two passes (scored
+            by Tromp-Taylor area with komi) or a resignation; a move cap of
+            2 * N*N scores the board as it stands; an illegal move raises.
 MatchResult wins, losses and draws of A against B; ``win_rate`` counts a
             draw as half; ``wilson`` its 95% interval; ``elo`` the Elo
             difference ``-400 log10(1/p - 1)`` with the error of the delta
@@ -21,19 +23,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import shlex
 import sys
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .go import board as B
-from .go.coords import action_to_vertex, vertex_to_action
 from .go.game import Game
 from .go.sgf import SgfInfo, save_sgf_file
-from .gtpclient import GtpFailure, GtpProcess
+from .referee import GtpPlayer, Player, referee_game
+
+__all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "make_player", "main",
+           "print_result", "ratings", "run_match"]
 
 Z95 = 1.959964
 
@@ -120,24 +121,6 @@ def ratings(names: list[str], results: list[MatchResult], iters: int = 2000) -> 
 # players
 
 
-class Player(ABC):
-    name: str = "player"
-
-    async def start(self, size: int, komi: float) -> None:
-        """A new game: clear the board."""
-
-    async def play(self, color: int, action: int, size: int) -> None:
-        """The opponent played ``action``."""
-
-    @abstractmethod
-    async def genmove(self, game: Game) -> int:
-        """Our move in ``game`` (which holds the whole history): an action, or
-        -1 to resign."""
-
-    async def close(self) -> None:
-        pass
-
-
 class NetPlayer(Player):
     """Our search over one network; each game gets its own Search, all share
     the network's batcher (one per board size)."""
@@ -200,80 +183,6 @@ class NetPlayer(Player):
             self.batcher = None
 
 
-class GtpPlayer(Player):
-    """An engine speaking GTP on its stdin/stdout (one process per game),
-    through the project's GTP client; each command waits in a thread so the
-    other games go on."""
-
-    def __init__(self, command: str) -> None:
-        self.command = command[4:] if command.startswith("gtp:") else command
-        self.name = Path(shlex.split(self.command)[0]).name
-        self.proc: GtpProcess | None = None
-
-    def fork(self) -> "GtpPlayer":
-        return GtpPlayer(self.command)
-
-    async def send(self, cmd: str) -> str:
-        assert self.proc is not None
-        try:
-            return await asyncio.to_thread(self.proc.send, cmd, 600.0)
-        except GtpFailure as e:
-            raise RuntimeError(f"GTP engine {self.name!r} refused {cmd!r}: {e}") from None
-        except EOFError:
-            raise RuntimeError(f"GTP engine {self.name!r} closed its output after {cmd!r}") from None
-
-    async def start(self, size: int, komi: float) -> None:
-        if self.proc is None:
-            self.proc = GtpProcess(shlex.split(self.command), name=self.name)
-        await self.send(f"boardsize {size}")
-        await self.send("clear_board")
-        await self.send(f"komi {komi}")
-
-    async def play(self, color: int, action: int, size: int) -> None:
-        c = "b" if color == B.BLACK else "w"
-        await self.send(f"play {c} {action_to_vertex(action, size)}")
-
-    async def genmove(self, game: Game) -> int:
-        c = "b" if game.to_move == B.BLACK else "w"
-        reply = (await self.send(f"genmove {c}")).lower()
-        if reply == "resign":
-            return -1
-        return vertex_to_action(reply, game.size)
-
-    async def close(self) -> None:
-        if self.proc is not None:
-            proc, self.proc = self.proc, None
-            await asyncio.to_thread(proc.close, 5.0)
-
-
-# ---------------------------------------------------------------------------
-# games
-
-
-async def play_one(black: Player, white: Player, size: int, komi: float) -> tuple[Game, str, float]:
-    """One game; returns the game, the result string and black's score
-    (+1/-1 for a resignation)."""
-    game = Game(size, komi)
-    await black.start(size, komi)
-    await white.start(size, komi)
-    players = {B.BLACK: black, B.WHITE: white}
-    cap = 2 * size * size
-    while not game.is_over() and len(game.moves) < cap:
-        color = game.to_move
-        me, other = players[color], players[B.WHITE if color == B.BLACK else B.BLACK]
-        action = await me.genmove(game)
-        if action < 0:
-            result = "W+R" if color == B.BLACK else "B+R"
-            return game, result, (-1.0 if color == B.BLACK else 1.0)
-        reason = game.why_illegal(action)
-        if reason is not None:
-            raise RuntimeError(f"{me.name} played an illegal move {action_to_vertex(action, size)} ({reason})")
-        game.play(action)
-        await other.play(color, action, size)
-    score = game.score()
-    return game, game.result(), score
-
-
 def make_player(spec: str, args) -> Player:
     if spec.startswith("gtp:") or " " in spec.strip():
         return GtpPlayer(spec)
@@ -288,6 +197,10 @@ def make_player(spec: str, args) -> Player:
                      getattr(args, "opening_moves", 0))
 
 
+# ---------------------------------------------------------------------------
+# games
+
+
 async def run_match(a: Player, b: Player, games: int, size: int, komi: float, concurrency: int,
                     sgf_dir: Path | None, on_game=None) -> MatchResult:
     res = MatchResult(a.name, b.name)
@@ -300,12 +213,11 @@ async def run_match(a: Player, b: Player, games: int, size: int, komi: float, co
             try:
                 a_black = k % 2 == 0
                 black, white = (pa, pb) if a_black else (pb, pa)
-                game, result, score = await play_one(black, white, size, komi)
+                rec = await referee_game(black, white, size, komi)
             finally:
                 await pa.close()
                 await pb.close()
-            a_sign = 1.0 if a_black else -1.0
-            s = a_sign * score
+            s = (1.0 if a_black else -1.0) * rec.score
             res.results[k] = "W" if s > 0 else "L" if s < 0 else "D"
             if s > 0:
                 res.wins += 1
@@ -314,8 +226,8 @@ async def run_match(a: Player, b: Player, games: int, size: int, komi: float, co
             else:
                 res.draws += 1
             if sgf_dir is not None:
-                info = SgfInfo(black=black.name, white=white.name, result=result)
-                save_sgf_file(sgf_dir / f"{a.name}-vs-{b.name}-{k:04d}.sgf", game, info, result=result)
+                info = SgfInfo(black=black.name, white=white.name, result=rec.result)
+                save_sgf_file(sgf_dir / f"{a.name}-vs-{b.name}-{k:04d}.sgf", rec.game, info, result=rec.result)
             if on_game is not None:
                 on_game(k, res)
 

@@ -5,7 +5,9 @@ import types
 
 import pytest
 
-from sayuri_async.match import GtpPlayer, MatchResult, elo_from_rate, make_player, ratings, run_match
+from sayuri_async.go.coords import vertex_to_action
+from sayuri_async.match import GtpPlayer, MatchResult, Player, elo_from_rate, make_player, ratings, run_match
+from sayuri_async.referee import referee_game
 
 GNUGO = shutil.which("gnugo") or (shutil.which("/usr/games/gnugo"))
 
@@ -95,3 +97,65 @@ def test_net_player_samples_only_its_opening_moves():
 
     asyncio.run(main())
     assert seen == [(0, 1.0), (1, 1.0), (2, 0.0), (3, 0.0)]
+
+
+class Scripted(Player):
+    """Plays its vertices in order (``resign`` resigns), taking ``think[k]``
+    seconds over its k-th move (none past the list); records the clock it is
+    told."""
+
+    def __init__(self, name: str, vertices: list[str], think: tuple[float, ...] = ()) -> None:
+        self.name, self.vertices, self.think = name, list(vertices), list(think)
+        self.heard: list[str] = []
+
+    async def time_settings(self, main_time: float) -> None:
+        self.heard.append(f"time_settings {main_time:g}")
+
+    async def time_left(self, color: int, seconds: float) -> None:
+        self.heard.append(f"time_left {seconds:.1f}")
+
+    async def play(self, color: int, action: int, size: int) -> None:
+        self.heard.append(f"play {action}")
+
+    async def genmove(self, game) -> int:
+        await asyncio.sleep(self.think.pop(0) if self.think else 0.0)
+        v = self.vertices.pop(0)
+        return -1 if v == "resign" else vertex_to_action(v, game.size)
+
+
+def referee(black, white, **kw):
+    return asyncio.run(referee_game(black, white, 5, 0.5, **kw))
+
+
+def test_referee_counts_the_board_after_two_passes():
+    rec = referee(Scripted("a", ["C3", "pass"]), Scripted("b", ["pass", "pass"]))
+    assert (rec.result, rec.reason, rec.score) == ("B+24.5", "two passes", 24.5)
+    assert rec.moves == [(1, 12), (2, 25), (1, 25)]
+    assert "PB[a]" in rec.sgf and "RE[B+24.5]" in rec.sgf
+
+
+def test_referee_resignation_and_move_limit():
+    rec = referee(Scripted("a", ["C3", "resign"]), Scripted("b", ["pass"]))
+    assert (rec.result, rec.reason, rec.score) == ("W+R", "resignation", -1.0)
+    rec = referee(Scripted("a", ["C3", "A1"]), Scripted("b", ["B2", "E5"]), max_moves=3)
+    assert rec.reason == "move limit" and len(rec.moves) == 3
+
+
+def test_referee_illegal_moves_raise_or_forfeit():
+    with pytest.raises(RuntimeError, match="illegal move C3"):
+        referee(Scripted("a", ["C3"]), Scripted("b", ["C3"]))
+    rec = referee(Scripted("a", ["C3"]), Scripted("b", ["C3"]), forfeit=True)
+    assert (rec.result, rec.reason, rec.score) == ("B+F", "illegal move C3: occupied", 1.0)
+    rec = referee(Scripted("a", ["Z9"]), Scripted("b", []), forfeit=True)
+    assert rec.result == "W+F" and rec.reason.startswith("illegal move: ")
+
+
+def test_referee_clock_loses_on_time_and_tells_the_time_left():
+    slow = Scripted("slow", ["C3", "D4", "B2"], think=(0.0, 0.6))
+    fast = Scripted("fast", ["A1", "E5"])
+    rec = referee(slow, fast, main_time={1: 0.5})
+    assert (rec.result, rec.reason, rec.score) == ("W+T", "time", -1.0)
+    assert rec.moves == [(1, 12), (2, 0)]  # the move that ran out is not played
+    assert rec.time_used[1] > 0.5 and rec.max_move_time[1] >= 0.6
+    assert slow.heard[:2] == ["time_settings 0.5", "time_left 0.5"] and slow.heard[3].startswith("time_left")
+    assert not any(h.startswith("time") for h in fast.heard)  # white is untimed
