@@ -129,12 +129,14 @@ def new_board(n: int, komi: float = 7.5) -> np.ndarray:
 # coordinates
 
 
-@njit(cache=True)
-def copy_board(dst, src) -> None:
-    """``dst = src`` for the points of ``src``'s board only: the record has
-    room for MAX_N, and copying all of it costs 12.5 KB of memory traffic
-    where a 9x9 board uses 2 KB. Points past ``W * W`` are never read for a
-    board of that size, so the copy plays exactly like the original."""
+@njit(cache=True, inline="always")
+def copy_position(dst, src) -> None:
+    """``dst = src`` except the history ring (``hist``, ``hist_hash``,
+    ``hist_move``), for the points of ``src``'s board only: the stones, the
+    strings and every scalar field, so the copy plays exactly like the
+    original (``play`` writes only the ring slot it moves to). For a stack
+    of scratch boards that never look at their history (the ladder reader);
+    ``copy_board`` is this plus the ring."""
     m = src.w * src.w
     # explicit loops: numba's slice assignment is several times slower here
     sc, sp, sn, sl, ss = src.color, src.parent, src.nxt, src.libs, src.size
@@ -145,12 +147,6 @@ def copy_board(dst, src) -> None:
         dn[i] = sn[i]
         dl[i] = sl[i]
         ds[i] = ss[i]
-    sh, dh = src.hist, dst.hist
-    for k in range(HISTORY):
-        for i in range(m):
-            dh[k, i] = sh[k, i]
-        dst.hist_hash[k] = src.hist_hash[k]
-        dst.hist_move[k] = src.hist_move[k]
     dst.hash = src.hash
     dst.komi = src.komi
     dst.n = src.n
@@ -163,6 +159,22 @@ def copy_board(dst, src) -> None:
     dst.hist_pos = src.hist_pos
     for i in range(3):
         dst.captures[i] = src.captures[i]
+
+
+@njit(cache=True)
+def copy_board(dst, src) -> None:
+    """``dst = src`` for the points of ``src``'s board only: the record has
+    room for MAX_N, and copying all of it costs 12.5 KB of memory traffic
+    where a 9x9 board uses 2 KB. Points past ``W * W`` are never read for a
+    board of that size, so the copy plays exactly like the original."""
+    copy_position(dst, src)
+    m = src.w * src.w
+    sh, dh = src.hist, dst.hist
+    for k in range(HISTORY):
+        for i in range(m):
+            dh[k, i] = sh[k, i]
+        dst.hist_hash[k] = src.hist_hash[k]
+        dst.hist_move[k] = src.hist_move[k]
 
 
 @njit(cache=True)

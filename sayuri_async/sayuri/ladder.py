@@ -11,11 +11,13 @@ ladder      a prey string that the hunter captures in the read-out: with one
 vital move  for a dead ladder the capturing point (``LADDER_TAKE``), for an
             escapable one each atari that starts a working ladder
             (``LADDER_ATARI``).
-scratch     the search plays moves on copies of a small board kept in
-            ``S[slot, row, point]`` (int16): rows ``R_COLOR``, ``R_PARENT``,
-            ``R_NEXT``, ``R_LIBS``, ``R_SIZE`` as in ``go/board.py``, and the
-            ko point in ``K[slot]``. A ply copies its parent's board unless
-            the parent had a single candidate move; nothing is undone.
+scratch     the search plays moves on a stack of board records ``S[slot]``
+            (``BOARD_DTYPE``), with ``go/board.py``'s own rules: ``play`` and
+            ``is_simple_legal`` for either colour (the side to move is set
+            first), ``copy_position`` to copy a board (its history ring is
+            never read here, so it is not copied). A ply copies its parent's
+            board unless the parent had a single candidate move; nothing is
+            undone.
 
 The search follows Sayuri's ``Board::IsLadder`` (``src/game/board.cc``) rule
 for rule: the prey's candidate moves are its liberty and captures of
@@ -33,12 +35,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..go.board import BLACK, BORDER, EMPTY, MAX_P, NO_KO, WHITE
+from ..go.board import BLACK, BOARD_DTYPE, EMPTY, MAX_P, NO_KO, WHITE, copy_position, is_simple_legal, play
 
 MAX_LADDER_NODES = 2000
 MAX_DEPTH = 160
 SEL_WIDTH = 64  # candidate moves kept per ply (more are dropped)
-R_COLOR, R_PARENT, R_NEXT, R_LIBS, R_SIZE = 0, 1, 2, 3, 4
 
 NOT_LADDER = 0
 LADDER_DEATH = 1
@@ -65,163 +66,26 @@ def _dir(w: int, k: int) -> int:
 
 
 @njit(cache=True)
-def _load(rec, S, K) -> None:
-    """Copy the record's stones and strings into scratch level 0."""
-    m = rec.w * rec.w
-    for p in range(m):
-        S[0, R_COLOR, p] = rec.color[p]
-        S[0, R_PARENT, p] = rec.parent[p]
-        S[0, R_NEXT, p] = rec.nxt[p]
-        S[0, R_LIBS, p] = rec.libs[p]
-        S[0, R_SIZE, p] = rec.size[p]
-    K[0] = rec.ko
-
-
-@njit(cache=True)
-def _copy(S, K, src: int, dst: int, m: int) -> None:
-    a = S[src]
-    b = S[dst]
-    for r in range(5):
-        ar = a[r]
-        br = b[r]
-        for p in range(m):
-            br[p] = ar[p]
-    K[dst] = K[src]
-
-
-@njit(cache=True)
 def _empty_nbrs(b, p: int, w: int) -> int:
     c = 0
     for k in range(4):
-        if b[R_COLOR, p + _dir(w, k)] == EMPTY:
+        if b.color[p + _dir(w, k)] == EMPTY:
             c += 1
     return c
 
 
-@njit(cache=True)
-def _legal(b, ko: int, p: int, c: int, w: int) -> bool:
+@njit(cache=True, inline="always")
+def _legal(b, p: int, c: int) -> bool:
     """Simple ko and no suicide, for colour ``c`` (not necessarily to move)."""
-    if b[R_COLOR, p] != EMPTY or p == ko:
-        return False
-    o = 3 - c
-    for k in range(4):
-        q = p + _dir(w, k)
-        cq = b[R_COLOR, q]
-        if cq == EMPTY:
-            return True
-        if cq == c and b[R_LIBS, b[R_PARENT, q]] > 1:
-            return True
-        if cq == o and b[R_LIBS, b[R_PARENT, q]] <= 1:
-            return True
-    return False
+    b.to_move = c
+    return is_simple_legal(b, p)
 
 
-@njit(cache=True)
-def _remove(b, g: int, w: int) -> int:
-    o = b[R_COLOR, g]
-    c = 3 - o
-    n = 0
-    s = g
-    while True:
-        b[R_COLOR, s] = EMPTY
-        n += 1
-        h0 = -1
-        h1 = -1
-        h2 = -1
-        for k in range(4):
-            q = s + _dir(w, k)
-            if b[R_COLOR, q] == c:
-                h = b[R_PARENT, q]
-                if h != h0 and h != h1 and h != h2:
-                    b[R_LIBS, h] += 1
-                    if h0 < 0:
-                        h0 = h
-                    elif h1 < 0:
-                        h1 = h
-                    else:
-                        h2 = h
-        s = b[R_NEXT, s]
-        if s == g:
-            break
-    return n
-
-
-@njit(cache=True)
-def _merge(b, big: int, small: int, w: int) -> None:
-    s = small
-    while True:
-        for k in range(4):
-            e = s + _dir(w, k)
-            if b[R_COLOR, e] == EMPTY:
-                shared = False
-                for k2 in range(4):
-                    q = e + _dir(w, k2)
-                    cq = b[R_COLOR, q]
-                    if cq != EMPTY and cq != BORDER and b[R_PARENT, q] == big:
-                        shared = True
-                        break
-                if not shared:
-                    b[R_LIBS, big] += 1
-        b[R_PARENT, s] = big
-        s = b[R_NEXT, s]
-        if s == small:
-            break
-    t = b[R_NEXT, big]
-    b[R_NEXT, big] = b[R_NEXT, small]
-    b[R_NEXT, small] = t
-    b[R_SIZE, big] += b[R_SIZE, small]
-
-
-@njit(cache=True)
-def _play(b, K, d: int, p: int, c: int, w: int) -> None:
-    """Colour ``c`` plays legal point ``p`` on scratch level ``d``."""
-    o = 3 - c
-    b[R_COLOR, p] = c
-    b[R_PARENT, p] = p
-    b[R_NEXT, p] = p
-    b[R_SIZE, p] = 1
-    libs = 0
-    h0 = -1
-    h1 = -1
-    h2 = -1
-    for k in range(4):
-        q = p + _dir(w, k)
-        cq = b[R_COLOR, q]
-        if cq == EMPTY:
-            libs += 1
-        elif cq == c or cq == o:
-            g = b[R_PARENT, q]
-            if g != h0 and g != h1 and g != h2:
-                b[R_LIBS, g] -= 1
-                if h0 < 0:
-                    h0 = g
-                elif h1 < 0:
-                    h1 = g
-                else:
-                    h2 = g
-    b[R_LIBS, p] = libs
-    captured = 0
-    cap = NO_KO
-    for k in range(4):
-        q = p + _dir(w, k)
-        if b[R_COLOR, q] == o and b[R_LIBS, b[R_PARENT, q]] == 0:
-            captured += _remove(b, b[R_PARENT, q], w)
-            cap = q
-    for k in range(4):
-        q = p + _dir(w, k)
-        if b[R_COLOR, q] == c:
-            g = b[R_PARENT, q]
-            mine = b[R_PARENT, p]
-            if g != mine:
-                if b[R_SIZE, g] >= b[R_SIZE, mine]:
-                    _merge(b, g, mine, w)
-                else:
-                    _merge(b, mine, g, w)
-    head = b[R_PARENT, p]
-    if captured == 1 and b[R_SIZE, head] == 1 and b[R_LIBS, head] == 1:
-        K[d] = cap
-    else:
-        K[d] = NO_KO
+@njit(cache=True, inline="always")
+def _play(b, p: int, c: int) -> None:
+    """Colour ``c`` plays legal point ``p`` on scratch board ``b``."""
+    b.to_move = c
+    play(b, p)
 
 
 @njit(cache=True)
@@ -232,7 +96,7 @@ def _string_libs(b, v: int, w: int, out, n: int) -> int:
     while True:
         for k in range(4):
             q = s + _dir(w, k)
-            if b[R_COLOR, q] == EMPTY:
+            if b.color[q] == EMPTY:
                 seen = False
                 for i in range(n):
                     if out[i] == q:
@@ -241,7 +105,7 @@ def _string_libs(b, v: int, w: int, out, n: int) -> int:
                 if not seen and n < out.shape[0]:
                     out[n] = q
                     n += 1
-        s = b[R_NEXT, s]
+        s = b.nxt[s]
         if s == v:
             break
     return n
@@ -259,25 +123,25 @@ def _ladder_libs(b, v: int, c: int, w: int) -> tuple[int, int]:
     best = stone_libs
     for k in range(4):
         q = v + _dir(w, k)
-        cq = b[R_COLOR, q]
+        cq = b.color[q]
         if cq == c:
-            a = b[R_LIBS, b[R_PARENT, q]] - 1
+            a = b.libs[b.parent[q]] - 1
             conn += a
             if a > best:
                 best = a
         elif cq == o:
-            g = b[R_PARENT, q]
-            if b[R_LIBS, g] == 1:
+            g = b.parent[q]
+            if b.libs[g] == 1:
                 caps += 1
-                cap_libs += b[R_SIZE, g]
+                cap_libs += b.size[g]
     return caps + best, stone_libs + cap_libs + conn
 
 
 @njit(cache=True)
-def _prey_selections(S, K, d: int, prey: int, v: int, think_ko: bool, w: int, sel) -> tuple[int, int]:
+def _prey_selections(S, d: int, prey: int, v: int, think_ko: bool, w: int, sel) -> tuple[int, int]:
     """(verdict, number of candidate moves written to ``sel``)."""
     b = S[d]
-    if b[R_LIBS, b[R_PARENT, v]] >= 2 or (K[d] != NO_KO and think_ko):
+    if b.libs[b.parent[v]] >= 2 or (b.ko != NO_KO and think_ko):
         return _PREY, 0
     n = _string_libs(b, v, w, sel, 0)
     not_cap = sel[0]
@@ -286,15 +150,15 @@ def _prey_selections(S, K, d: int, prey: int, v: int, think_ko: bool, w: int, se
     while True:  # liberties of adjacent hunter strings in atari: the captures
         for k in range(4):
             q = s + _dir(w, k)
-            if b[R_COLOR, q] == hunter and b[R_LIBS, b[R_PARENT, q]] == 1:
+            if b.color[q] == hunter and b.libs[b.parent[q]] == 1:
                 n = _string_libs(b, q, w, sel, n)
-        s = b[R_NEXT, s]
+        s = b.nxt[s]
         if s == v:
             break
     m = 0
     has_not_cap = False
     for i in range(n):
-        if _legal(b, K[d], sel[i], prey, w):
+        if _legal(b, sel[i], prey):
             sel[m] = sel[i]
             if sel[i] == not_cap:
                 has_not_cap = True
@@ -311,9 +175,9 @@ def _prey_selections(S, K, d: int, prey: int, v: int, think_ko: bool, w: int, se
 
 
 @njit(cache=True)
-def _hunter_selections(S, K, d: int, prey: int, v: int, w: int, sel) -> tuple[int, int]:
+def _hunter_selections(S, d: int, prey: int, v: int, w: int, sel) -> tuple[int, int]:
     b = S[d]
-    libs = b[R_LIBS, b[R_PARENT, v]]
+    libs = b.libs[b.parent[v]]
     if libs >= 3:
         return _PREY, 0
     if libs <= 1:
@@ -334,16 +198,16 @@ def _hunter_selections(S, K, d: int, prey: int, v: int, w: int, sel) -> tuple[in
     if l1 >= 3 and l2 >= 3:
         return _PREY, 0
     if l1 >= 3:
-        if _legal(b, K[d], m1, hunter, w):
+        if _legal(b, m1, hunter):
             sel[n] = m1
             n += 1
     elif l2 >= 3:
-        if _legal(b, K[d], m2, hunter, w):
+        if _legal(b, m2, hunter):
             sel[n] = m2
             n += 1
     else:
-        ok1 = _legal(b, K[d], m1, hunter, w)
-        ok2 = _legal(b, K[d], m2, hunter, w)
+        ok1 = _legal(b, m1, hunter)
+        ok2 = _legal(b, m2, hunter)
         if ok1:
             sel[n] = m1
             n += 1
@@ -356,7 +220,7 @@ def _hunter_selections(S, K, d: int, prey: int, v: int, w: int, sel) -> tuple[in
 
 
 @njit(cache=True)
-def _enter(S, K, SEL, NSEL, IDX, TURN, BI, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int,
+def _enter(S, SEL, NSEL, IDX, TURN, BI, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int,
            nodes) -> int:
     """Start Sayuri's PreyMove (``prey_turn``; ``move`` is the hunter's move,
     or none) or HunterMove (``move`` is the prey's) from the frame at level
@@ -373,15 +237,15 @@ def _enter(S, K, SEL, NSEL, IDX, TURN, BI, d: int, prey_turn: bool, move: int, p
         b = src
     else:
         b = e
-        _copy(S, K, src, b, w * w)
+        copy_position(S[b], S[src])
     BI[e] = b
     if prey_turn:
         if move != _NULL:
-            _play(S[b], K, b, move, 3 - prey, w)
-        res, n = _prey_selections(S, K, b, prey, v, move != _NULL, w, SEL[e])
+            _play(S[b], move, 3 - prey)
+        res, n = _prey_selections(S, b, prey, v, move != _NULL, w, SEL[e])
     else:
-        _play(S[b], K, b, move, prey, w)
-        res, n = _hunter_selections(S, K, b, prey, v, w, SEL[e])
+        _play(S[b], move, prey)
+        res, n = _hunter_selections(S, b, prey, v, w, SEL[e])
     if res != _NEITHER:
         return res
     NSEL[e] = n
@@ -391,13 +255,13 @@ def _enter(S, K, SEL, NSEL, IDX, TURN, BI, d: int, prey_turn: bool, move: int, p
 
 
 @njit(cache=True)
-def _read(S, K, SEL, NSEL, IDX, TURN, BI, prey: int, v: int, w: int, first: int, nodes) -> int:
+def _read(S, SEL, NSEL, IDX, TURN, BI, prey: int, v: int, w: int, first: int, nodes) -> int:
     """Read the ladder of the string at ``v`` from level 0, the prey to play
     after the hunter's ``first`` move (or with none): _PREY or _HUNTER. An
     explicit stack of frames (level ``e`` holds its board, candidate moves,
     next candidate and whose turn), no recursion."""
     BI[0] = 0
-    r = _enter(S, K, SEL, NSEL, IDX, TURN, BI, 0, True, first, prey, v, w, nodes)
+    r = _enter(S, SEL, NSEL, IDX, TURN, BI, 0, True, first, prey, v, w, nodes)
     if r != _NEITHER:
         return r
     top = 1
@@ -417,7 +281,7 @@ def _read(S, K, SEL, NSEL, IDX, TURN, BI, prey: int, v: int, w: int, first: int,
             continue
         mv = SEL[e, IDX[e]]
         IDX[e] += 1
-        r = _enter(S, K, SEL, NSEL, IDX, TURN, BI, e, not TURN[e], mv, prey, v, w, nodes)
+        r = _enter(S, SEL, NSEL, IDX, TURN, BI, e, not TURN[e], mv, prey, v, w, nodes)
         if r == _NEITHER:
             top = e + 1
         res = r
@@ -432,13 +296,12 @@ def ladder_map(rec, out) -> None:
     for i in range(n * n):
         out[i] = NOT_LADDER
     D = MAX_DEPTH + 1
-    S = np.empty((0, 5, MAX_P), np.int16)
+    S = np.empty(0, BOARD_DTYPE)
     SEL = np.empty((0, SEL_WIDTH), np.int32)
     NSEL = np.zeros(D, np.int32)
     IDX = np.zeros(D, np.int32)
     TURN = np.zeros(D, np.bool_)
     BI = np.zeros(D, np.int32)
-    K = np.empty(D, np.int32)
     nodes = np.zeros(1, np.int64)
     libbuf = np.empty(8, np.int32)
     verdict = np.zeros(MAX_P, np.int8)  # per string head: 0 unknown, 1 ladder, 2 not
@@ -460,13 +323,13 @@ def ladder_map(rec, out) -> None:
                     verdict[g] = 2
                     continue
                 if not loaded:
-                    S = np.empty((D, 5, MAX_P), np.int16)
+                    S = np.empty(D, BOARD_DTYPE)
                     SEL = np.empty((D, SEL_WIDTH), np.int32)
-                    _load(rec, S, K)
+                    copy_position(S[0], rec)
                     loaded = True
                 nodes[0] = 0
                 if libs == 1:
-                    if _read(S, K, SEL, NSEL, IDX, TURN, BI, c, p, w, _NULL, nodes) == _HUNTER:
+                    if _read(S, SEL, NSEL, IDX, TURN, BI, c, p, w, _NULL, nodes) == _HUNTER:
                         _string_libs(S[0], p, w, libbuf, 0)
                         vital[nv] = libbuf[0]
                         nv += 1
@@ -474,8 +337,8 @@ def ladder_map(rec, out) -> None:
                     k = _string_libs(S[0], p, w, libbuf, 0)
                     for i in range(k):
                         a = libbuf[i]
-                        if _legal(S[0], K[0], a, 3 - c, w):
-                            if _read(S, K, SEL, NSEL, IDX, TURN, BI, c, p, w, a, nodes) == _HUNTER:
+                        if _legal(S[0], a, 3 - c):
+                            if _read(S, SEL, NSEL, IDX, TURN, BI, c, p, w, a, nodes) == _HUNTER:
                                 vital[nv] = a
                                 nv += 1
                 if nv == 0:
