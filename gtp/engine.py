@@ -241,8 +241,8 @@ class Engine:
         ev = self.batcher
         planes, slot = ev.current()
         self.encoder.encode(pos.rec, planes[slot])
-        out, row = await ev.commit()
-        return float(out.score[row]), np.array(out.ownership[row], dtype=np.float64)
+        out = await ev.commit()
+        return float(out.score[slot]), np.array(out.ownership[slot], dtype=np.float64)
 
     def _child_score(self, pos: Game, action: int, fallback: float) -> float:
         """Score lead for the root player after ``action``: the network's

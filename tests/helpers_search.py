@@ -35,7 +35,7 @@ class InstantEvaluator:
             wdl[i] = ((1 + v) / 2, 0.0, (1 - v) / 2)
         out = NetOutput(pol, wdl, np.zeros(count, np.float32), np.zeros((count, self.n * self.n), np.float32))
         fut = asyncio.get_running_loop().create_future()
-        fut.set_result((out, 0))
+        fut.set_result(out)
         return fut
 
 

@@ -39,8 +39,8 @@ class FakeBackend:
 async def request(bt: Batcher, tag: int):
     arr, slot = bt.current()
     arr[slot, 0, 0, 0] = tag
-    out, row = await bt.commit()
-    return float(out.score[row])
+    out = await bt.commit()
+    return float(out.score[slot])  # a request's row is its slot
 
 
 def test_flush_when_full():
@@ -152,9 +152,9 @@ def test_cache_returns_copies_of_rows():
         bt.attach()
         arr, slot = bt.current()
         arr[slot, 0, 0, 0] = 9
-        out, row = await bt.commit()
-        bt.cache_put(1234, out, row)
-        out.policy[row] = -1.0  # the batch's arrays may be reused: the cache keeps its own copy
+        out = await bt.commit()
+        bt.cache_put(1234, out, slot)
+        out.policy[slot] = -1.0  # the batch's arrays may be reused: the cache keeps its own copy
         hit = bt.cache_get(1234)
         assert hit is not None and hit[2] == 9.0
         assert np.all(hit[0] > 0) and abs(float(hit[0].sum()) - 1.0) < 1e-5
@@ -183,7 +183,8 @@ def test_a_client_with_several_requests_counts_once_when_it_blocks():
         arr[slot, 0, 0, 0] = 4
         last = bt.commit()  # client B's single request: now both wait
         res = await asyncio.wait_for(asyncio.gather(*futs, last), 5)
-        assert [float(o.score[r]) for o, r in res] == [1.0, 2.0, 3.0, 4.0]
+        assert all(o is res[0] for o in res)  # one batch, one answer
+        assert [float(x) for x in res[0].score] == [1.0, 2.0, 3.0, 4.0]
         assert be.calls == [4] and bt.counters.flush["waiting"] == 1
         assert bt.waiting == 0
         bt.close()
@@ -191,7 +192,7 @@ def test_a_client_with_several_requests_counts_once_when_it_blocks():
     asyncio.run(main())
 
 
-def test_one_commit_of_consecutive_slots_gets_its_first_row():
+def test_commits_of_consecutive_slots_are_answered_at_their_slots():
     async def main():
         be = FakeBackend()
         bt = Batcher(be, 5, batch_size=8, timeout_ms=10_000)
@@ -205,9 +206,9 @@ def test_one_commit_of_consecutive_slots_gets_its_first_row():
         assert (slot, room) == (3, 5)
         arr[slot, 0, 0, 0] = 8
         b = bt.commit(1)  # client B: now every client waits
-        (out_a, row_a), (out_b, row_b) = await asyncio.wait_for(asyncio.gather(a, b), 5)
-        assert [float(out_a.score[row_a + i]) for i in range(3)] == [5.0, 6.0, 7.0]
-        assert float(out_b.score[row_b]) == 8.0
+        out_a, out_b = await asyncio.wait_for(asyncio.gather(a, b), 5)
+        assert [float(out_a.score[i]) for i in range(3)] == [5.0, 6.0, 7.0]
+        assert float(out_b.score[3]) == 8.0
         assert be.calls == [4] and bt.counters.evals == 4 and bt.waiting == 0
         assert bt.counters.queue_depth == 0
         bt.close()

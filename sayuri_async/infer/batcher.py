@@ -9,9 +9,10 @@ request    one position: the client writes its planes straight into a slot of
            the filling buffer. ``reserve()`` gives the buffer, the next free
            slot and how many slots are left before the batch is full; a
            client may fill several consecutive slots (a search round's
-           leaves) and ``commit(count)`` them as one entry, whose future gives
-           ``(output, row)``: the backend's NetOutput for the whole batch and
-           the entry's first row in it. Nothing is copied on the way.
+           leaves) and ``commit(count)`` them. Every commit into a buffer gets
+           the buffer's one future, answered with the backend's NetOutput
+           for the whole batch: a request's row in it is the slot it was
+           written to. Nothing is copied on the way.
 buffer     a ``[max_batch, C, N, N]`` uint8 input array (pinned on CUDA). One
            fills on the loop while earlier ones run in the worker thread.
 flush      sending the filling buffer to the backend: when ``batch_size``
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -46,21 +47,16 @@ from .worker import Worker
 class _Buffer:
     arr: np.ndarray  # [max_batch, C, N, N] uint8
     count: int = 0  # slots filled
-    # one _Commit per commit, in slot order
-    commits: list = field(default_factory=list)
+    future: asyncio.Future | None = None  # every commit's answer: the batch's NetOutput
+    t_first: float = 0.0  # time of the first commit (the timeout counts from it)
+    t_sum: float = 0.0  # commit times summed over requests (queue wait = count * now - t_sum)
+    finals: int = 0  # commits after which their client blocked
 
     def clear(self) -> None:
         self.count = 0
-        self.commits = []
-
-
-@dataclass
-class _Commit:
-    future: asyncio.Future
-    first: int  # first slot
-    size: int  # slots
-    t: float  # commit time
-    final: bool = False  # the client blocked after this commit
+        self.future = None
+        self.t_sum = 0.0
+        self.finals = 0
 
 
 class Batcher:
@@ -96,7 +92,7 @@ class Batcher:
         self.cache_size = cache_size
         self.nn_cache = NNCache(cache_size, board_size)
         self._closed = False
-        self._last: _Commit | None = None  # the latest commit
+        self._last: _Buffer | None = None  # the buffer of the latest commit
 
     # ---- settings ------------------------------------------------------
     @property
@@ -116,11 +112,13 @@ class Batcher:
             k = old.count
             new.arr[:k] = old.arr[:k]
             new.count = k
-            new.commits = old.commits
+            new.future, new.t_first, new.t_sum, new.finals = old.future, old.t_first, old.t_sum, old.finals
+            if self._last is old:
+                self._last = new
             self._cur = new
             if self._timer is not None and self._loop is not None:
                 self._timer.cancel()
-                left = self.timeout_ms / 1000.0 - (time.perf_counter() - new.commits[0].t)
+                left = self.timeout_ms / 1000.0 - (time.perf_counter() - new.t_first)
                 self._timer = self._loop.call_later(max(left, 0.0), self._on_timeout, new)
         self._batch_size = value
         if self._cur.count >= value and self._cur.count > 0:
@@ -168,33 +166,42 @@ class Batcher:
 
     def commit(self, count: int = 1, final: bool = True) -> asyncio.Future:
         """Queue ``count`` requests whose planes were written into the
-        filling buffer from slot ``current()[1]`` on; the future gives
-        ``(output, first row)``. ``final``: the client blocks after this one
-        (see ``block``)."""
-        loop = self._loop
-        if loop is None:
-            loop = self._loop = asyncio.get_running_loop()
+        filling buffer from slot ``reserve()[1]`` on; the future gives the
+        batch's NetOutput (their rows are their slots). ``final``: the client
+        blocks after this one (see ``block``). Every search round runs this:
+        keep it lean."""
         buf = self._cur
         i = buf.count
-        if i + count > self.max_batch:
+        n = i + count
+        if n > self.max_batch:
             raise ValueError(f"commit of {count} requests at slot {i} overflows the batch of {self.max_batch}")
-        fut = loop.create_future()
-        self._last = _Commit(fut, i, count, time.perf_counter())
-        buf.commits.append(self._last)
-        buf.count = i + count
+        fut = buf.future
+        now = time.perf_counter()
+        if fut is None:
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            fut = buf.future = loop.create_future()
+            buf.t_first = now
+            if self.timeout_ms is not None and n < self._batch_size:
+                self._timer = loop.call_later(self.timeout_ms / 1000.0, self._on_timeout, buf)
+        buf.count = n
+        buf.t_sum += count * now
         self.counters.queue_depth += count
-        if buf.count >= self._batch_size or buf.count >= self.max_batch:
+        self._last = buf
+        if n >= self._batch_size:  # (batch_size <= max_batch)
             self._flush("full")
-        elif i == 0 and self.timeout_ms is not None:
-            self._timer = loop.call_later(self.timeout_ms / 1000.0, self._on_timeout, buf)
         if final:
-            self.block()
+            buf.finals += 1
+            self.waiting += 1
+            if self.waiting >= self.clients and self._cur.count:
+                self._flush("waiting")
         return fut
 
     def block(self) -> None:
         """The client that committed last now waits for its answers: it counts
         as waiting until the batch holding its last request comes back."""
-        self._last.final = True
+        self._last.finals += 1
         self.waiting += 1
         self._check_all_waiting()
 
@@ -219,7 +226,7 @@ class Batcher:
         count = buf.count
         now = time.perf_counter()
         c = self.counters
-        c.queue_wait_s += sum(m.size * (now - m.t) for m in buf.commits)
+        c.queue_wait_s += count * now - buf.t_sum
         c.in_flight += 1
         loop = self._loop or asyncio.get_running_loop()
         done = partial(self._done, buf, count, reason)
@@ -252,19 +259,17 @@ class Batcher:
         c = self.counters
         c.in_flight -= 1
         c.queue_depth -= count
-        commits = buf.commits
-        self.waiting -= sum(m.final for m in commits)
+        self.waiting -= buf.finals
+        fut = buf.future
         if buf.arr.shape[0] == self.max_batch:
             self._free.append(buf)  # cleared when taken again
         if exc is not None:
-            for m in commits:
-                if not m.future.done():
-                    m.future.set_exception(exc)
+            if not fut.done():
+                fut.set_exception(exc)
             return
         c.add_batch(count, reason, busy)
-        for m in commits:
-            if not m.future.done():
-                m.future.set_result((out, m.first))
+        if not fut.done():
+            fut.set_result(out)
 
     def close(self) -> None:
         if self._timer is not None:

@@ -16,8 +16,9 @@ round          up to ``leaves_per_await`` playouts whose leaves wait on the
 SearchResult   per-action visits, Q and prior of the root, the policy target
                (visit distribution, or the Gumbel improved policy), the root
                value, the chosen action and whether it was a full search.
-evaluator      anything with ``reserve()``, ``commit(count)``, ``counters``
-               and optionally ``nn_cache`` (the Batcher; see its docstring).
+evaluator      anything with ``reserve()``, ``commit(count)`` (a future of the
+               batch's NetOutput: a leaf's row is its slot), ``counters`` and
+               optionally ``nn_cache`` (the Batcher; see its docstring).
 """
 from __future__ import annotations
 
@@ -184,26 +185,30 @@ class Search:
         c_keys, c_policy, c_wdl, c_score = cache.keys, cache.policy, cache.wdl, cache.score
         use_cache = c_keys.shape[0] > 0
         k_max = self._leaves
-        counters = ev.counters
-        done = 0
-        while done < count:
-            planes, slot, room = reserve()
-            want = min(k_max, count - done, room)
-            leaves, completed, hits = descend_round(ws, nodes, planes, slot, want, forced, c_keys, c_policy, c_wdl)
-            done += completed
-            counters.playouts += completed
-            counters.requests += leaves + hits
+        done = requests = hits_total = 0
+        try:
+            while done < count:
+                planes, slot, room = reserve()
+                want = min(k_max, count - done, room)
+                leaves, completed, hits = descend_round(ws, nodes, planes, slot, want, forced, c_keys, c_policy, c_wdl)
+                done += completed
+                requests += leaves + hits
+                hits_total += hits
+                if not leaves:
+                    if not completed:
+                        break  # nothing to descend into (every move pruned)
+                    continue
+                out = await commit(leaves)
+                finish_round(ws, nodes, leaves, out.policy, out.wdl, out.score, slot, c_keys, c_policy, c_wdl, c_score)
+                done += leaves
+        finally:
+            # the live figures need no finer grain than a call: count once
+            counters = ev.counters
+            counters.playouts += done
+            counters.requests += requests
             if use_cache:
-                counters.cache_lookups += leaves + hits
-                counters.cache_hits += hits
-            if not leaves:
-                if not completed:
-                    break  # nothing to descend into (every move pruned)
-                continue
-            out, row = await commit(leaves)
-            finish_round(ws, nodes, leaves, out.policy, out.wdl, out.score, row, c_keys, c_policy, c_wdl, c_score)
-            done += leaves
-            counters.playouts += leaves
+                counters.cache_lookups += requests
+                counters.cache_hits += hits_total
         return done
 
     def root_node(self) -> int:
