@@ -219,3 +219,53 @@ def test_random_symmetry_reads_the_policy_back_in_the_board_frame():
         assert prior[sorted(want)].sum() == pytest.approx(1.0, abs=1e-5)
         seen.add(int(s.ws[0]["leaf_sym"][0]))
     assert len(seen) > 3  # several orientations were really used
+
+
+def test_a_restriction_that_would_leave_no_open_root_move_is_refused():
+    g = Game(9)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(8))
+    s.sync(g)
+    run(s.playout(InstantEvaluator(9)))
+    assert s.restrict_root(set(range(40)))
+    assert not s.restrict_root(set(range(40, 82)))  # only already-closed moves would be left
+    _, _, prior = s.stats(9)
+    assert (prior[40:] > 0).all() and (prior[:40] < 0).all()  # the refused call changed nothing
+
+
+def _choose(visits, prior, temperature, u):
+    from sayuri_async.search.tree import choose_by_visits
+
+    v = np.array(visits, dtype=np.int32)
+    policy = np.full(len(v), -1.0, dtype=np.float32)
+    a = choose_by_visits(v, np.array(prior, dtype=np.float32), temperature, u, policy)
+    return int(a), v, policy
+
+
+def test_the_most_visited_open_move_is_chosen_and_the_policy_is_the_visit_share():
+    a, v, policy = _choose([5, 30, 10, 50, 0], [0.2, 0.2, 0.2, -1.0, 0.1], 0.0, 0.99)
+    assert a == 1  # action 3 has more visits but is restricted
+    assert v.tolist() == [5, 30, 10, 0, 0]
+    np.testing.assert_allclose(policy, [5 / 45, 30 / 45, 10 / 45, 0, 0], rtol=1e-6)
+
+
+def test_ties_for_most_visits_are_broken_by_the_draw():
+    picks = {_choose([7, 3, 7, 7, 0], [0.25] * 5, 0.0, u)[0] for u in (0.0, 0.34, 0.67, 0.999)}
+    assert picks == {0, 2, 3}
+
+
+def test_with_a_temperature_moves_are_drawn_in_proportion_to_visits_to_the_power_one_over_it():
+    visits = [10, 0, 30, 60, 0]
+    grid = (np.arange(1000) + 0.5) / 1000  # evenly spread draws
+    counts = np.bincount([_choose(visits, [0.2] * 5, 1.0, u)[0] for u in grid], minlength=5)
+    assert counts.tolist() == [100, 0, 300, 600, 0]
+    for t in (0.5, 2.0):
+        w = np.array(visits, dtype=np.float64) ** (1 / t)
+        edges = np.cumsum(w) / w.sum()  # the draw u picks the first action whose edge is above it
+        want = np.bincount(np.searchsorted(edges, grid, side="right"), minlength=5)
+        got = np.bincount([_choose(visits, [0.2] * 5, t, u)[0] for u in grid], minlength=5)
+        assert got.tolist() == want.tolist()
+
+
+def test_no_visits_means_pass():
+    a, _, policy = _choose([0, 0, 0, 0, 0], [0.2] * 5, 0.0, 0.5)
+    assert a == 4 and not policy.any()

@@ -39,7 +39,9 @@ from .tree import (
     P_FPU_REDUCTION,
     P_FPU_ROOT,
     advance,
+    ban_root_actions,
     child_index,
+    choose_by_visits,
     MAX_LEAVES,
     mix_root_noise,
     new_nodes,
@@ -47,6 +49,7 @@ from .tree import (
     principal_variation,
     root_choices,
     root_stats,
+    set_root,
     tree_reset,
 )
 
@@ -108,45 +111,42 @@ class Search:
         self._leaves = max(1, min(int(config.leaves_per_await), MAX_LEAVES))
         self._root_key: tuple | None = None
         self._pv = np.zeros(64, dtype=np.int16)
+        self._pass: np.ndarray | None = None
+        self._sym_n = 0  # board size of the workspace's symmetry maps
         tree_reset(self.ws, self.nodes)
 
     # ---- game synchronisation -------------------------------------------
     @staticmethod
-    def _position_key(game: Game, back: int = 0) -> tuple:
+    def _position_key(game: Game, hashes: np.ndarray, back: int = 0) -> tuple:
         """What identifies a position for tree reuse: move count, stones
         (hash), side to move and komi; ``back = 1`` describes the position
-        before the last move."""
-        moves = len(game.moves) - back
-        hashes = game.history_hashes()
+        before the last move. ``hashes``: ``game.history_hashes()``."""
         to_move = game.to_move if back == 0 else game.moves[-1][0]
-        return (moves, int(hashes[len(hashes) - 1 - back]), to_move, float(game.komi), game.size)
+        return (len(game.moves) - back, int(hashes[len(hashes) - 1 - back]), to_move, game.komi, game.size)
 
     def sync(self, game: Game) -> None:
         """Point the workspace at ``game``'s current position. The tree is
         kept when it is this position's (same stones, side, komi and move
         count), advanced when the game went on by one move from it, and
-        dropped otherwise (undo, a new game, set-up stones)."""
-        w = self.ws[0]
-        key = self._position_key(game)
+        dropped otherwise (undo, a new game, set-up stones). Self-play calls
+        this every move: the work is one compiled call (``set_root``)."""
+        hashes = game.history_hashes()
+        key = self._position_key(game, hashes)
         reused = False
         if self.cfg.reuse_tree and self._root_key is not None:
             if key == self._root_key:
                 reused = True
-            elif game.moves and self._position_key(game, 1) == self._root_key:
+            elif game.moves and self._position_key(game, hashes, 1) == self._root_key:
                 reused = advance(self.ws, self.nodes, game.moves[-1][1])
-        if not reused:
-            tree_reset(self.ws, self.nodes)
-        elif w["used"] > self.nodes.shape[0] // 2:
-            tree_reset(self.ws, self.nodes)  # pool half used: start afresh rather than run out
-        w["root"] = game.rec
-        tree.build_game_table(self.ws, game.history_hashes())
-        if int(w["sym_n"]) != game.size:
+        n = game.size
+        if n != self._sym_n:
             from ..symmetry import action_map
 
+            w = self.ws[0]
             for k in range(8):
-                w["sym_map"][k, : game.size * game.size + 1] = action_map(k, game.size)
-            w["sym_n"] = game.size
-        w["max_moves"] = int(self.cfg.max_moves_factor * game.size * game.size)
+                w["sym_map"][k, : n * n + 1] = action_map(k, n)
+            w["sym_n"] = self._sym_n = n
+        set_root(self.ws, self.nodes, game.arr, hashes, int(self.cfg.max_moves_factor * n * n), reused)
         self._root_key = key
 
     def reset(self) -> None:
@@ -155,17 +155,9 @@ class Search:
 
     def restrict_root(self, actions: set[int]) -> bool:
         """Never search the root moves in ``actions`` (analysis avoid/allow);
-        refused (False) when that would leave no move. Lasts until the tree is
-        dropped or moves on."""
-        r = self.nodes[self.root_node()]
-        first, k = int(r["first"]), int(r["nchild"])
-        kids = self.nodes[first : first + k]
-        banned = np.isin(kids["action"].astype(np.int64), np.fromiter(actions, dtype=np.int64, count=len(actions)))
-        if banned.all():
-            return False
-        kids["prior"][banned] = -1.0
-        self.nodes[self.root_node()]["ordered"] = 0
-        return True
+        refused (False) when that would leave no open move. Lasts until the
+        tree is dropped or moves on."""
+        return ban_root_actions(self.ws, self.nodes, np.fromiter(actions, dtype=np.int64, count=len(actions)))
 
     # ---- playouts ------------------------------------------------------
     async def playout(self, ev, forced: int = -1) -> int:
@@ -272,7 +264,7 @@ class Search:
             await self.playout(ev)
             spent += 1
         if not allow_pass:
-            self.restrict_root({n * n})
+            ban_root_actions(self.ws, self.nodes, self._pass_action(n))
         if use_gumbel:
             spent += await self._gumbel(ev, playouts - spent, n)
         else:
@@ -281,23 +273,19 @@ class Search:
             await self.playouts(ev, playouts - spent)
             spent = max(spent, playouts)
         visits, q, prior = self.stats(n)
-        visits[prior < 0] = 0  # restricted root moves keep visits from a reused tree: not choices
-        value = self.root_value()
+        policy = np.empty(visits.shape[0], dtype=np.float32)
+        # restricted root moves keep visits from a reused tree: they lose them here
+        action = choose_by_visits(visits, prior, temperature, self.rng.random(), policy)
         if use_gumbel:
-            action, policy = self._gumbel_result
-        else:
-            policy = visits / max(visits.sum(), 1)
-            action = self._pick_by_visits(visits, temperature)
-        return SearchResult(action, visits, q, prior, policy.astype(np.float32), value, spent, full_search, use_gumbel)
+            action, gumbel_policy = self._gumbel_result
+            policy = gumbel_policy.astype(np.float32)
+        return SearchResult(int(action), visits, q, prior, policy, self.root_value(), spent, full_search, use_gumbel)
 
-    def _pick_by_visits(self, visits: np.ndarray, temperature: float) -> int:
-        if visits.sum() == 0:
-            return int(len(visits) - 1)
-        if temperature > 0:
-            w = visits.astype(np.float64) ** (1.0 / temperature)
-            return int(self.rng.choice(len(visits), p=w / w.sum()))
-        best = np.flatnonzero(visits == visits.max())
-        return int(best[0] if len(best) == 1 else self.rng.choice(best))
+    def _pass_action(self, n: int) -> np.ndarray:
+        """``[pass]`` as the int64 array ``ban_root_actions`` takes (kept)."""
+        if self._pass is None or self._pass[0] != n * n:
+            self._pass = np.array([n * n], dtype=np.int64)
+        return self._pass
 
     async def _gumbel(self, ev, budget: int, n: int) -> int:
         """Sequential halving at the root; spends exactly ``budget`` playouts

@@ -166,6 +166,19 @@ def tree_reset(ws, nodes) -> None:
 
 
 @njit(cache=True)
+def set_root(ws, nodes, arr, hashes, max_moves: int, keep: bool) -> None:
+    """Make the game record ``arr[0]`` (with position history ``hashes``)
+    the root position. The tree is kept when ``keep`` (already this
+    position's) unless the pool is over half used; else it starts afresh."""
+    w = ws[0]
+    if not keep or w.used > nodes.shape[0] // 2:
+        tree_reset(ws, nodes)
+    B.copy_board(w.root, arr[0])
+    build_game_table(ws, hashes)
+    w.max_moves = max_moves
+
+
+@njit(cache=True)
 def collect_moves(ws, leaf_slot: int) -> int:
     """List the scratch board's simple-legal actions (pass last) in
     ``ws.leaf_moves[leaf_slot]``: the children the leaf gets when its
@@ -298,6 +311,89 @@ def root_stats(ws, nodes, visits, q, prior) -> int:
         if c.visits > 0:
             q[a] = c.wsum / c.visits
     return root.nchild
+
+
+@njit(cache=True)
+def choose_by_visits(visits, prior, temperature: float, u: float, policy) -> int:
+    """The move of a search from the root's ``[A]`` visits and priors:
+    restricted root moves (prior < 0) lose their visits first (in place),
+    ``policy`` gets the visit distribution (float32, zero when there is no
+    visit), and the answer is the most visited action (ties broken by the
+    uniform draw ``u`` in [0, 1)) or, with ``temperature`` > 0, an action
+    drawn with weight visits^(1/temperature) by ``u``. No visit at all:
+    pass (the last action)."""
+    a_count = visits.shape[0]
+    total = 0
+    best = 0
+    ties = 0
+    for a in range(a_count):
+        if prior[a] < 0.0:
+            visits[a] = 0
+        v = visits[a]
+        total += v
+        if v > best:
+            best = v
+            ties = 1
+        elif v == best and v > 0:
+            ties += 1
+    inv = 1.0 / total if total > 0 else 0.0
+    for a in range(a_count):
+        policy[a] = visits[a] * inv
+    if total == 0:
+        return a_count - 1
+    if temperature > 0.0:
+        e = 1.0 / temperature
+        weight = 0.0
+        for a in range(a_count):
+            if visits[a] > 0:
+                weight += (visits[a] / best) ** e  # scaled by the largest: no overflow
+        r = u * weight
+        last = -1
+        for a in range(a_count):
+            if visits[a] > 0:
+                last = a
+                r -= (visits[a] / best) ** e
+                if r < 0.0:
+                    return a
+        return last
+    k = min(int(u * ties), ties - 1)
+    for a in range(a_count):
+        if visits[a] == best:
+            if k == 0:
+                return a
+            k -= 1
+    return a_count - 1
+
+
+@njit(cache=True)
+def ban_root_actions(ws, nodes, actions) -> bool:
+    """Give the root children for ``actions`` prior -1 (never searched, not
+    a choice). Refused (False, nothing changed) when that would leave no
+    open child."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    first = root.first
+    end = first + root.nchild
+    left = 0
+    for i in range(first, end):
+        if nodes[i].prior < 0.0:
+            continue
+        banned = False
+        for j in range(actions.shape[0]):
+            if nodes[i].action == actions[j]:
+                banned = True
+                break
+        if not banned:
+            left += 1
+    if left == 0:
+        return False
+    for i in range(first, end):
+        for j in range(actions.shape[0]):
+            if nodes[i].action == actions[j]:
+                nodes[i].prior = -1.0
+                break
+    root.ordered = 0
+    return True
 
 
 @njit(cache=True)
