@@ -49,6 +49,7 @@ from .tree import (
     principal_variation,
     root_choices,
     root_stats,
+    root_summary,
     set_root,
     tree_reset,
 )
@@ -207,11 +208,11 @@ class Search:
         return int(self.ws[0]["root_node"])
 
     def root_visits(self) -> int:
-        return int(self.nodes[self.root_node()]["visits"])
+        return int(root_summary(self.ws, self.nodes)[1])
 
     def root_value(self) -> float:
-        r = self.nodes[self.root_node()]
-        return float(-r["wsum"] / r["visits"]) if r["visits"] else 0.0
+        """The root's value for the side to move, [-1, 1] (0 unvisited)."""
+        return float(root_summary(self.ws, self.nodes)[2])
 
     def add_dirichlet_noise(self) -> None:
         """Mix Dirichlet(alpha) noise into the open root children's priors,
@@ -260,7 +261,7 @@ class Search:
         self.sync(game)
         n = game.size
         spent = 0
-        if self.nodes[self.root_node()]["nchild"] == 0:
+        if root_summary(self.ws, self.nodes)[0] == 0:
             await self.playout(ev)
             spent += 1
         if not allow_pass:

@@ -314,6 +314,16 @@ def root_stats(ws, nodes, visits, q, prior) -> int:
 
 
 @njit(cache=True)
+def root_summary(ws, nodes):
+    """``(children, visits, value)`` of the root: its number of children, its
+    visits and its value for the side to move in [-1, 1] (0 unvisited)."""
+    w = ws[0]
+    r = nodes[w.root_node]
+    value = -r.wsum / r.visits if r.visits > 0 else 0.0
+    return r.nchild, r.visits, value
+
+
+@njit(cache=True)
 def choose_by_visits(visits, prior, temperature: float, u: float, policy) -> int:
     """The move of a search from the root's ``[A]`` visits and priors:
     restricted root moves (prior < 0) lose their visits first (in place),

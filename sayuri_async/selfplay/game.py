@@ -20,7 +20,7 @@ import numpy as np
 
 from ..features import get_encoder
 from ..go import board as B
-from ..go.game import Game
+from ..go.game import Game, IllegalMove
 from ..go.scoring import ownership, result_string
 from ..search.mcts import Search
 from .config import SelfplayConfig
@@ -103,9 +103,6 @@ async def play_game(
             allow_pass=len(game.moves) >= pass_after,
         )
         action = res.action
-        if not game.is_legal(action):  # an unvisited superko move picked by Gumbel
-            mask = game.legal_actions().astype(bool)
-            action = int(np.argmax(np.where(mask, res.visits + res.prior, -1.0)))
         to_move = game.to_move
         enc.encode_into(game.arr, planes)
         rec.planes.append(np.packbits(planes.reshape(enc.planes, -1), axis=-1))
@@ -116,7 +113,13 @@ async def play_game(
         rec.after_resign.append(would_resign != 0)
         rec.root_value.append((res.value + 1.0) / 2.0)
         winrate = (res.value + 1.0) / 2.0
-        game.play(action)
+        try:
+            game.play(action)
+        except IllegalMove:  # an unvisited superko move picked by Gumbel: the best legal one
+            mask = game.legal_actions().astype(bool)
+            action = int(np.argmax(np.where(mask, res.visits + res.prior, -1.0)))
+            rec.action[-1] = action
+            game.play(action)
         game.comments[-1] = f"visits {int(res.visits.sum())} winrate {winrate:.3f}" + ("" if not reduced else " (fast)")
         counters.moves += 1
         if live is not None:
