@@ -80,8 +80,6 @@ class Engine:
         self.time = TimeControl(cfg.time)
         self.worker = Worker(name="infer")
         self.batcher: Batcher | None = None
-        self._sig: tuple | None = None
-        self._restricted = False
         self.size_range = board_size_range(backend)
         lo, hi = self.size_range
         if not lo <= cfg.game.board_size <= hi:
@@ -123,7 +121,6 @@ class Engine:
 
     def drop_tree(self) -> None:
         self.search.reset()
-        self._sig = None
 
     def position(self, color: int | None) -> Game:
         """The game, or a copy with ``color`` to move (ko cleared, as
@@ -136,32 +133,11 @@ class Engine:
         pos.rec["ko"] = B.NO_KO
         return pos
 
-    def _signature(self, pos: Game) -> tuple:
-        return (pos.size, pos.komi, pos.rules, int(pos.history_hashes()[0]), tuple(pos.handicap),
-                tuple(pos.moves), pos.to_move)
-
-    def _prepare(self, pos: Game) -> None:
-        sig = self._signature(pos)
-        old = self._sig
-        keep = False
-        if old is not None and not self._restricted and old[:5] == sig[:5]:
-            old_moves, old_to_move = old[5], old[6]
-            moves, to_move = sig[5], sig[6]
-            same = moves == old_moves and to_move == old_to_move
-            moved_on = (len(moves) == len(old_moves) + 1 and moves[:-1] == old_moves
-                        and moves[-1][0] == old_to_move)
-            keep = same or moved_on
-        if not keep:
-            self.search.reset()
-        self._restricted = False
-        self.search.sync(pos)
-        self._sig = sig
-
     # ---- searching -------------------------------------------------------------
     async def begin_search(self, pos: Game, avoid: set[int] | None = None, allow: set[int] | None = None) -> None:
         """Point the search at ``pos`` (keeping the tree when it may), make
         sure its root is expanded, and apply root restrictions."""
-        self._prepare(pos)
+        self.search.sync(pos)  # keeps the tree when it is this position's or its parent's
         await self._expand_root()
         self.restrict_root(avoid or set(), allow)
 
@@ -184,9 +160,8 @@ class Engine:
         first, k = int(r["first"]), int(r["nchild"])
         acts = s.nodes[first:first + k]["action"].astype(np.int64)
         banned = {int(a) for a in acts if a in avoid or (allow is not None and a not in allow)}
-        if not banned or not s.restrict_root(banned):  # refused when it would leave no move
-            return
-        self._restricted = True
+        if banned:
+            s.restrict_root(banned)  # refused when it would leave no move
 
     async def think(
         self,

@@ -67,7 +67,7 @@ def test_tree_is_dropped_when_history_changes_at_the_same_length():
         other = vertex_to_action("D4", 9) if first != vertex_to_action("D4", 9) else vertex_to_action("E5", 9)
         engine.game.play(other, B.BLACK)  # same number of moves, another position
         pos = engine.position(None)
-        engine._prepare(pos)
+        engine.search.sync(pos)
         # the search starts from nothing: a stale tree would still hold the
         # visits of the old position's children
         assert engine.search.root_visits() == 0
@@ -88,7 +88,7 @@ def test_tree_is_kept_when_the_game_moves_on():
         await engine.genmove(B.BLACK)
         played = engine.game.moves[-1][1]
         kept = int(engine.search.stats(9)[0][played])  # visits of the move black played
-        engine._prepare(engine.position(None))
+        engine.search.sync(engine.position(None))
         assert kept > 0 and engine.search.root_visits() == kept  # its subtree is the new root
 
     arun(go())

@@ -269,3 +269,33 @@ def test_with_a_temperature_moves_are_drawn_in_proportion_to_visits_to_the_power
 def test_no_visits_means_pass():
     a, _, policy = _choose([0, 0, 0, 0, 0], [0.2] * 5, 0.0, 0.5)
     assert a == 4 and not policy.any()
+
+
+def test_a_restricted_tree_is_not_reused_by_the_next_search():
+    g = Game(9)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(8))
+    ev = InstantEvaluator(9, value_fn=material)
+    s.sync(g)
+    run(s.playout(ev))
+    assert s.restrict_root({0, 1, 2})
+    run(s.playouts(ev, 50))
+    s.sync(g)  # the same position, searched again without the ban
+    assert s.root_visits() == 0
+    run(s.playouts(ev, 100))
+    _, _, prior = s.stats(9)
+    assert (prior[[0, 1, 2]] > 0).all()
+
+
+def test_the_tree_is_kept_for_the_same_position_and_dropped_under_other_rules():
+    from sayuri_async.go.game import Rules
+
+    g = Game(9)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(8))
+    ev = InstantEvaluator(9, value_fn=material)
+    s.sync(g)
+    run(s.playouts(ev, 40))
+    s.sync(g)
+    assert s.root_visits() == 40
+    g.rules = Rules(superko=False)
+    s.sync(g)
+    assert s.root_visits() == 0

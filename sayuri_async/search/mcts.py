@@ -111,6 +111,7 @@ class Search:
         self.nodes = new_nodes(config.node_capacity or DEFAULT_NODE_CAPACITY)
         self._leaves = max(1, min(int(config.leaves_per_await), MAX_LEAVES))
         self._root_key: tuple | None = None
+        self._restricted = False  # restrict_root banned root moves: sync drops the tree
         self._pv = np.zeros(64, dtype=np.int16)
         self._pass: np.ndarray | None = None
         self._sym_n = 0  # board size of the workspace's symmetry maps
@@ -120,20 +121,26 @@ class Search:
     @staticmethod
     def _position_key(game: Game, hashes: np.ndarray, back: int = 0) -> tuple:
         """What identifies a position for tree reuse: move count, stones
-        (hash), side to move and komi; ``back = 1`` describes the position
+        (hash), side to move, the start position (set-up and handicap
+        stones), komi, size and rules; ``back = 1`` describes the position
         before the last move. ``hashes``: ``game.history_hashes()``."""
         to_move = game.to_move if back == 0 else game.moves[-1][0]
-        return (len(game.moves) - back, int(hashes[len(hashes) - 1 - back]), to_move, game.komi, game.size)
+        return (len(game.moves) - back, int(hashes[len(hashes) - 1 - back]), to_move, int(hashes[0]),
+                game.komi, game.size, game.rules)
 
     def sync(self, game: Game) -> None:
         """Point the workspace at ``game``'s current position. The tree is
         kept when it is this position's (same stones, side, komi and move
         count), advanced when the game went on by one move from it, and
-        dropped otherwise (undo, a new game, set-up stones). Self-play calls
-        this every move: the work is one compiled call (``set_root``)."""
+        dropped otherwise (undo, a new game, set-up stones, other rules) or
+        after ``restrict_root`` (its bans belong to one search). Self-play
+        calls this every move: the work is one compiled call (``set_root``)."""
         hashes = game.history_hashes()
         key = self._position_key(game, hashes)
         reused = False
+        if self._restricted:
+            self._restricted = False
+            self._root_key = None
         if self.cfg.reuse_tree and self._root_key is not None:
             if key == self._root_key:
                 reused = True
@@ -153,12 +160,16 @@ class Search:
     def reset(self) -> None:
         tree_reset(self.ws, self.nodes)
         self._root_key = None
+        self._restricted = False
 
     def restrict_root(self, actions: set[int]) -> bool:
         """Never search the root moves in ``actions`` (analysis avoid/allow);
-        refused (False) when that would leave no open move. Lasts until the
-        tree is dropped or moves on."""
-        return ban_root_actions(self.ws, self.nodes, np.fromiter(actions, dtype=np.int64, count=len(actions)))
+        refused (False) when that would leave no open move. Lasts for this
+        search: the next ``sync`` starts a fresh tree."""
+        if not ban_root_actions(self.ws, self.nodes, np.fromiter(actions, dtype=np.int64, count=len(actions))):
+            return False
+        self._restricted = True
+        return True
 
     # ---- playouts ------------------------------------------------------
     async def playout(self, ev, forced: int = -1) -> int:
