@@ -55,17 +55,8 @@ def positions(n: int, count: int):
     """``count`` boards (arrays of shape (1,)) from random games, each cut
     after between ``n*n/4`` and ``n*n`` uniformly random legal moves."""
     rng = np.random.default_rng(2024 + n)
-    mask = np.zeros(n * n + 1, np.uint8)
     for _ in range(count):
-        arr = B.new_board(n)
-        rec = arr[0]
-        for _ in range(int(rng.integers(n * n // 4, n * n))):
-            B.legal_actions(rec, mask)
-            legal = np.flatnonzero(mask[:-1])
-            if legal.size == 0:
-                break
-            B.play(rec, B.action_to_point(n, int(rng.choice(legal))))
-        yield arr
+        yield B.random_board(n, int(rng.integers(n * n // 4, n * n)), rng)
 
 
 def liberties(rec, p: int) -> set[int]:

@@ -133,15 +133,7 @@ def play_undo_loop(arr, raw, backup, points, reps: int) -> int:
 def midgame(n: int, moves: int, seed: int) -> np.ndarray:
     """A record after ``moves`` random moves (a typical search position)."""
     np.random.seed(seed)
-    arr = B.new_board(n)
-    rec = arr[0]
-    rng = np.random.default_rng(seed)
-    mask = np.zeros(n * n + 1, dtype=np.uint8)
-    for _ in range(moves):
-        B.legal_actions(rec, mask)
-        legal = np.flatnonzero(mask[:-1])
-        B.play(rec, B.action_to_point(n, int(rng.choice(legal))))
-    return arr
+    return B.random_board(n, moves, np.random.default_rng(seed))
 
 
 def bench_playouts(n: int, seconds: float) -> tuple[float, float]:

@@ -36,18 +36,11 @@ def random_positions(n: int, count: int, seed: int, keep_all: bool = False) -> n
     games, each cut after between ``n*n/4`` and ``n*n`` moves."""
     rng = np.random.default_rng(seed)
     out = np.zeros(count, dtype=B.BOARD_DTYPE)
-    mask = np.zeros(n * n + 1, dtype=np.uint8)
     lad = np.empty(n * n, np.int8)
     k = 0
     while k < count:
-        arr = B.new_board(n)
+        arr = B.random_board(n, int(rng.integers(n * n // 4, n * n)), rng)
         rec = arr[0]
-        for _ in range(int(rng.integers(n * n // 4, n * n))):
-            B.legal_actions(rec, mask)
-            legal = np.flatnonzero(mask[:-1])
-            if legal.size == 0:
-                break
-            B.play(rec, B.action_to_point(n, int(rng.choice(legal))))
         ladder_map(rec, lad)
         if keep_all or lad.any():
             out[k] = arr[0]

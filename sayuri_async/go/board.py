@@ -502,3 +502,19 @@ def place_stone(rec, p: int, c: int) -> None:
     rec.passes = saved_passes
     rec.captures[c] = saved_caps
     rec.ko = NO_KO
+
+
+def random_board(n: int, moves: int, rng: np.random.Generator) -> np.ndarray:
+    """A board record array of shape (1,) after up to ``moves`` uniformly
+    random simple-legal moves from the empty board (no passes; it stops early
+    when no move is legal): positions for tests and benchmarks."""
+    arr = new_board(n)
+    rec = arr[0]
+    mask = np.zeros(n * n + 1, dtype=np.uint8)
+    for _ in range(moves):
+        legal_actions(rec, mask)
+        legal = np.flatnonzero(mask[:-1])
+        if legal.size == 0:
+            break
+        play(rec, action_to_point(n, int(rng.choice(legal))))
+    return arr
