@@ -295,8 +295,10 @@ class Engine:
         return n * n
 
     async def warmup(self) -> None:
-        """Run the compiled paths once (numba loads or compiles them), so the
-        first real command is not slow; the tree is dropped afterwards."""
+        """Run the compiled paths of a search, an analysis line and a
+        genmove once (numba loads or compiles them), so the first real
+        command, often a timed genmove, is not slow; the tree is dropped
+        afterwards and the game is unchanged."""
         self.backend.warmup([self.size])
         pos = self.game
         await self.begin_search(pos)
@@ -304,6 +306,9 @@ class Engine:
         req = AnalyzeRequest(style="lz")
         score, _ = await self.root_eval(pos)
         self.report(pos, req, score, None)
+        action = self._choose(pos)  # genmove's choice and move, on a copy
+        if action != RESIGN:
+            pos.copy().play(action)
         self.drop_tree()
 
     def close(self) -> None:
