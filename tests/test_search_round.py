@@ -158,11 +158,33 @@ def test_copy_board_copies_every_field_a_board_uses(n, moves, start):
 
 def test_selfplay_sizes_the_tree_pool_from_playouts_and_board():
     cfg = SelfplayConfig(board_sizes=[9, 19], playouts=100, search=SearchConfig(node_capacity=0))
-    assert cfg.search_config().node_capacity == 4 * 101 * 362
+    assert cfg.search_config().node_capacity == 3 * 101 * 362  # three searches' worst case on 19x19
+    assert cfg.search_config().search_nodes == 101 * 362
     small = SelfplayConfig(board_sizes=[7], playouts=10, search=SearchConfig(node_capacity=0))
     assert small.search_config().node_capacity == 20_000
     fixed = SelfplayConfig(search=SearchConfig(node_capacity=12345))
     assert fixed.search_config().node_capacity == 12345
+
+
+def test_a_sized_pool_always_has_room_for_the_next_search_and_still_keeps_trees():
+    playouts = 30
+    cfg = SelfplayConfig(board_sizes=[9], playouts=playouts, search=SearchConfig(node_capacity=0))
+    sc = cfg.search_config()
+    sc = SearchConfig(node_capacity=sc.search_nodes * 3, search_nodes=sc.search_nodes)  # no 20,000 floor
+    s = Search(sc, "simple-v1", rng=np.random.default_rng(1))
+    ev = InstantEvaluator(9)
+    g = Game(9)
+    kept = 0
+    for _ in range(40):
+        s.sync(g)
+        used = int(s.ws[0]["used"])
+        assert sc.node_capacity - used >= sc.search_nodes  # the next search fits
+        kept += s.root_visits() > 0
+        res = asyncio.run(s.run(g, ev, playouts))
+        assert int(s.ws[0]["used"]) <= sc.node_capacity
+        assert res.playouts == playouts and int(res.visits.sum()) >= playouts - 1  # (one may expand the root)
+        g.play(res.action)
+    assert kept >= 20  # most moves reuse the subtree of the move played
 
 
 def test_dirichlet_noise_mixes_a_distribution_into_the_open_root_moves_only():

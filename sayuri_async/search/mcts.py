@@ -70,6 +70,7 @@ class SearchConfig:
     gumbel_c_visit: float = 50.0
     gumbel_c_scale: float = 1.0
     node_capacity: int = DEFAULT_NODE_CAPACITY  # a game's tree pool; 0: the caller sizes it (self-play: playouts)
+    search_nodes: int = 0  # nodes one search may add: a kept tree is dropped when fewer are free; 0: half the pool
     max_moves_factor: float = 2.0  # a game is scored after factor * N*N moves
     reuse_tree: bool = True
     leaves_per_await: int = 4  # playouts of one search waiting on the network together (virtual loss)
@@ -154,7 +155,8 @@ class Search:
             for k in range(8):
                 w["sym_map"][k, : n * n + 1] = action_map(k, n)
             w["sym_n"] = self._sym_n = n
-        set_root(self.ws, self.nodes, game.arr, hashes, int(self.cfg.max_moves_factor * n * n), reused)
+        set_root(self.ws, self.nodes, game.arr, hashes, int(self.cfg.max_moves_factor * n * n), reused,
+                 self.cfg.search_nodes or self.nodes.shape[0] // 2)
         self._root_key = key
 
     def reset(self) -> None:

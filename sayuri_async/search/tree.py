@@ -166,12 +166,14 @@ def tree_reset(ws, nodes) -> None:
 
 
 @njit(cache=True)
-def set_root(ws, nodes, arr, hashes, max_moves: int, keep: bool) -> None:
+def set_root(ws, nodes, arr, hashes, max_moves: int, keep: bool, room: int) -> None:
     """Make the game record ``arr[0]`` (with position history ``hashes``)
     the root position. The tree is kept when ``keep`` (already this
-    position's) unless the pool is over half used; else it starts afresh."""
+    position's) and the pool has ``room`` free nodes (what the next search
+    may add); else it starts afresh. The pool only grows until a fresh
+    start, so a kept tree also holds the discarded siblings' nodes."""
     w = ws[0]
-    if not keep or w.used > nodes.shape[0] // 2:
+    if not keep or w.used + room > nodes.shape[0]:
         tree_reset(ws, nodes)
     B.copy_board(w.root, arr[0])
     build_game_table(ws, hashes)

@@ -66,16 +66,18 @@ class SelfplayConfig:
     search: SearchConfig = field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
-        """The search settings with ``node_capacity = 0`` resolved: room for
-        two full searches on the largest board (a search adds at most
-        ``playouts x (N*N + 1)`` nodes, and the tree starts afresh when half
-        full). Small pools stay in the CPU caches; 64 games of 200,000 nodes
-        would touch 400 MB."""
+        """The search settings with ``node_capacity = 0`` resolved: a search
+        adds at most ``room = (playouts + 1) x (N*N + 1)`` nodes on the
+        largest board; the pool holds three times that, and a kept tree is
+        dropped before a search when less than ``room`` is free, so a search
+        never runs out and the tree is kept while it takes up to two thirds.
+        Small pools stay in the CPU caches; 64 games of 200,000 nodes would
+        touch 400 MB."""
         if self.search.node_capacity > 0:
             return self.search
         n = max(self.board_sizes)
-        need = 4 * (max(self.playouts, self.reduce_playouts) + 1) * (n * n + 1)
-        return replace(self.search, node_capacity=max(need, 20_000))
+        room = (max(self.playouts, self.reduce_playouts) + 1) * (n * n + 1)
+        return replace(self.search, node_capacity=max(3 * room, 20_000), search_nodes=room)
 
     def __post_init__(self) -> None:
         """Range checks (see ``configfile``): ``Bad`` naming the key."""
