@@ -261,3 +261,21 @@ def test_the_range_helpers():
     positive(Ranges(0.1), "a")
     with pytest.raises(Bad, match=r"^a: must be positive, not 0\.0$"):
         positive(Ranges(0.0), "a")
+
+
+def test_the_example_selfplay_configs_document_every_option():
+    import dataclasses
+    import tomllib
+
+    from sayuri_async.search.mcts import SearchConfig
+    from sayuri_async.selfplay.config import SelfplayConfig
+
+    set_by_the_loop = {"generation", "search"}  # the RL loop's generation; [search] is a table
+    for name in ("selfplay-9x9.toml", "selfplay-19x19.toml"):
+        path = Path(__file__).resolve().parents[1] / "configs" / name
+        tables = tomllib.loads(path.read_text())
+        for cls, table in ((SelfplayConfig, "selfplay"), (SearchConfig, "search")):
+            keys = set(tables[table])
+            missing = {f.name for f in dataclasses.fields(cls)} - keys - set_by_the_loop
+            assert not missing, f"{name} [{table}] lacks {sorted(missing)}"
+        load_selfplay_config(str(path))  # and every value it gives is accepted
