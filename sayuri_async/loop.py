@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .configfile import ConfigError, at_least, check_tables, fill, read_toml, within
+from .configfile import Bad, ConfigError, at_least, check_tables, fill, read_toml, within
 from .fileio import atomic_path
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
@@ -60,7 +60,7 @@ class LoopConfig:
     def __post_init__(self) -> None:
         """Range checks (see ``configfile``): ``Bad`` naming the key."""
         at_least(self, 1, "games_per_generation", "steps_per_generation", "eval_playouts")
-        at_least(self, 0, "eval_games")
+        at_least(self, 0, "eval_games", "generations")
         within(self, "[0, 1]", "gating_win_rate")
 
 
@@ -323,7 +323,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sayuri-async loop: {e}", file=sys.stderr)
         return 2
     if args.generations is not None:
-        loop.cfg = replace(loop.cfg, generations=args.generations)
+        try:
+            loop.cfg = replace(loop.cfg, generations=args.generations)
+        except Bad as e:
+            print(f"sayuri-async loop: {e.located('command line', None)}", file=sys.stderr)
+            return 2
     try:
         return loop.run()
     except KeyboardInterrupt:

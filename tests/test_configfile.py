@@ -110,6 +110,7 @@ RANGE_CASES = [
     (load_loop_config, "loop", "steps_per_generation = 0", "steps_per_generation"),
     (load_loop_config, "loop", "eval_playouts = 0", "eval_playouts"),
     (load_loop_config, "loop", "eval_games = -1", "eval_games"),
+    (load_loop_config, "loop", "generations = -1", "generations"),
     (load_loop_config, "loop", "gating_win_rate = 1.5", "gating_win_rate"),
     (load_loop_config, "selfplay", "playouts = 0", "playouts"),
     (load_loop_config, "run", "log_every = 0", "log_every"),
@@ -223,6 +224,11 @@ def test_command_line_overrides_are_range_checked(tmp_path, capsys):
     assert "sayuri-async selfplay: command line: batch_size: must be at least 1" in capsys.readouterr().err
     with pytest.raises(ConfigError, match=r"^command line: \[search\] playouts: must be at least 1, not 0$"):
         _configure(build_parser().parse_args(["--playouts", "0"]))
+    from sayuri_async.loop import main as loop_main
+
+    loop_toml = Path(__file__).resolve().parents[1] / "configs" / "loop-7x7.toml"
+    assert loop_main(["--config", str(loop_toml), "--workspace", str(tmp_path / "ws"), "--generations", "-1"]) == 2
+    assert "sayuri-async loop: command line: generations: must be at least 0, not -1" in capsys.readouterr().err
 
 
 def test_recheck_after_assigning_fields(tmp_path):
