@@ -142,12 +142,12 @@ class Engine:
         self.restrict_root(avoid or set(), allow)
 
     def pool_full(self) -> bool:
-        n = self.size
-        return int(self.search.ws[0]["used"]) + n * n + 1 > self.search.nodes.shape[0]
+        """Whether the tree can no longer grow (edge or node pool full)."""
+        return self.search.pool_full(self.size)
 
     async def _expand_root(self) -> None:
         s = self.search
-        if self.search.nodes[s.root_node()]["nchild"] == 0 and not self.pool_full():
+        if s.root_children() == 0 and not self.pool_full():
             await s.playout(self.batcher)
 
     def restrict_root(self, avoid: set[int], allow: set[int] | None) -> None:
@@ -156,9 +156,7 @@ class Engine:
         if not avoid and allow is None:
             return
         s = self.search
-        r = s.nodes[s.root_node()]
-        first, k = int(r["first"]), int(r["nchild"])
-        acts = s.nodes[first:first + k]["action"].astype(np.int64)
+        acts = s.root_actions()
         banned = {int(a) for a in acts if a in avoid or (allow is not None and a not in allow)}
         if banned:
             s.restrict_root(banned)  # refused when it would leave no move

@@ -233,7 +233,7 @@ def test_a_restriction_that_would_leave_no_open_root_move_is_refused():
 
 
 def _choose(visits, prior, temperature, u):
-    from sayuri_async.search.tree import choose_by_visits
+    from sayuri_async.search.root import choose_by_visits
 
     v = np.array(visits, dtype=np.int32)
     policy = np.full(len(v), -1.0, dtype=np.float32)

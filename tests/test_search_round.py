@@ -103,7 +103,7 @@ def test_a_full_pool_leaves_the_leaf_unexpanded_and_the_search_goes_on():
     s = Search(SearchConfig(node_capacity=200), "simple-v1", rng=np.random.default_rng(0))
     ev = InstantEvaluator(9)
     res = asyncio.run(s.run(g, ev, 50))
-    assert int(s.ws[0]["used"]) <= 200
+    assert int(s.ws[0]["edges_used"]) <= 200
     assert res.playouts == 50
     assert s.root_visits() >= 50
 
@@ -177,11 +177,13 @@ def test_a_sized_pool_always_has_room_for_the_next_search_and_still_keeps_trees(
     kept = 0
     for _ in range(40):
         s.sync(g)
-        used = int(s.ws[0]["used"])
-        assert sc.node_capacity - used >= sc.search_nodes  # the next search fits
+        used, records = int(s.ws[0]["edges_used"]), int(s.ws[0]["nodes_used"])
+        assert sc.node_capacity - used >= sc.search_nodes  # the next search's edges fit
+        assert s.nodes.shape[0] - records >= playouts + 1  # and so do its node records
         kept += s.root_visits() > 0
         res = asyncio.run(s.run(g, ev, playouts))
-        assert int(s.ws[0]["used"]) <= sc.node_capacity
+        assert int(s.ws[0]["edges_used"]) <= sc.node_capacity
+        assert int(s.ws[0]["nodes_used"]) - records <= playouts + 1  # a record per playout at most (+ the root)
         assert res.playouts == playouts and int(res.visits.sum()) >= playouts - 1  # (one may expand the root)
         g.play(res.action)
     assert kept >= 20  # most moves reuse the subtree of the move played
@@ -199,7 +201,7 @@ def test_dirichlet_noise_mixes_a_distribution_into_the_open_root_moves_only():
     draws = []
     for _ in range(400):
         r = s.nodes[s.root_node()]
-        kids = s.nodes[int(r["first"]) : int(r["first"]) + int(r["nchild"])]
+        kids = s.edges[int(r["first"]) : int(r["first"]) + int(r["nchild"])]
         saved = kids["prior"].copy()
         s.add_dirichlet_noise()
         _, _, after = s.stats(9)

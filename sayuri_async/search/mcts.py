@@ -4,8 +4,8 @@ Vocabulary
 ----------
 SearchConfig   PUCT, noise, Gumbel and tree-size settings (a dataclass; the
                TOML configs fill it).
-Search         one game's searcher: a workspace and a node pool (see
-               ``tree.py``) that the compiled rounds of ``puct.py`` work on
+Search         one game's searcher: a workspace, an edge pool and a node pool
+               (see ``tree.py``) that the compiled rounds of ``puct.py`` work on
                (the workspace names the encoder for the leaves), and
                ``await search.run(game, playouts, ...)`` which returns a
                SearchResult. It keeps its tree between moves (``advance``).
@@ -32,24 +32,29 @@ from ..infer.cache import NNCache
 from . import gumbel as G
 from . import tree
 from .puct import descend_round, finish_round
+from .root import (
+    advance,
+    ban_root_actions,
+    child_index,
+    choose_by_visits,
+    mix_root_noise,
+    principal_variation,
+    root_actions,
+    root_choices,
+    root_stats,
+    root_summary,
+)
 from .tree import (
     N_PARAMS,
     P_C_BASE,
     P_C_INIT,
     P_FPU_REDUCTION,
     P_FPU_ROOT,
-    advance,
-    ban_root_actions,
-    child_index,
-    choose_by_visits,
     MAX_LEAVES,
-    mix_root_noise,
+    derived_node_capacity,
+    new_edges,
     new_nodes,
     new_workspace,
-    principal_variation,
-    root_choices,
-    root_stats,
-    root_summary,
     set_root,
     tree_reset,
 )
@@ -69,8 +74,12 @@ class SearchConfig:
     gumbel_considered_moves: int = 16
     gumbel_c_visit: float = 50.0
     gumbel_c_scale: float = 1.0
-    node_capacity: int = DEFAULT_NODE_CAPACITY  # a game's tree pool; 0: the caller sizes it (self-play: playouts)
-    search_nodes: int = 0  # nodes one search may add: a kept tree is dropped when fewer are free; 0: half the pool
+    # A tree is an edge pool (12 bytes per child of an expanded node, written
+    # when the node's network answer arrives) and a node pool (24 bytes per
+    # position a descent went into: one per playout at most).
+    node_capacity: int = DEFAULT_NODE_CAPACITY  # edges (children) a game's tree may hold; 0: the caller sizes it
+    search_nodes: int = 0  # edges one search may add: a kept tree is dropped when fewer are free; 0: half the pool
+    node_records: int = 0  # node records a tree may hold; 0: node_capacity / 32, at least 256
     max_moves_factor: float = 2.0  # a game is scored after factor * N*N moves
     reuse_tree: bool = True
     leaves_per_await: int = 4  # playouts of one search waiting on the network together (virtual loss)
@@ -109,7 +118,14 @@ class Search:
         self.ws = new_workspace()
         self.ws[0]["params"] = config.params()
         self.ws[0]["encoder"] = get_encoder(encoder).ident
-        self.nodes = new_nodes(config.node_capacity or DEFAULT_NODE_CAPACITY)
+        edge_capacity = config.node_capacity or DEFAULT_NODE_CAPACITY
+        self.edges = new_edges(edge_capacity)
+        self.nodes = new_nodes(config.node_records or derived_node_capacity(edge_capacity))
+        # what the next search may add, edges and records: set_root keeps a
+        # tree only when both are free; records in the same share of their pool
+        self._edge_room = min(config.search_nodes or edge_capacity // 2, edge_capacity)
+        self._node_room = -(-self._edge_room * self.nodes.shape[0] // edge_capacity)
+        self._actions = np.zeros(tree.MAX_ACTIONS, dtype=np.int16)
         self._leaves = max(1, min(int(config.leaves_per_await), MAX_LEAVES))
         self._root_key: tuple | None = None
         self._restricted = False  # restrict_root banned root moves: sync drops the tree
@@ -146,7 +162,7 @@ class Search:
             if key == self._root_key:
                 reused = True
             elif game.moves and self._position_key(game, hashes, 1) == self._root_key:
-                reused = advance(self.ws, self.nodes, game.moves[-1][1])
+                reused = advance(self.ws, self.nodes, self.edges, game.moves[-1][1])
         n = game.size
         if n != self._sym_n:
             from ..symmetry import action_map
@@ -155,8 +171,8 @@ class Search:
             for k in range(8):
                 w["sym_map"][k, : n * n + 1] = action_map(k, n)
             w["sym_n"] = self._sym_n = n
-        set_root(self.ws, self.nodes, game.arr, hashes, int(self.cfg.max_moves_factor * n * n), reused,
-                 self.cfg.search_nodes or self.nodes.shape[0] // 2)
+        set_root(self.ws, self.nodes, self.edges, game.arr, hashes, int(self.cfg.max_moves_factor * n * n), reused,
+                 self._edge_room, self._node_room)
         self._root_key = key
 
     def reset(self) -> None:
@@ -168,7 +184,8 @@ class Search:
         """Never search the root moves in ``actions`` (analysis avoid/allow);
         refused (False) when that would leave no open move. Lasts for this
         search: the next ``sync`` starts a fresh tree."""
-        if not ban_root_actions(self.ws, self.nodes, np.fromiter(actions, dtype=np.int64, count=len(actions))):
+        banned = np.fromiter(actions, dtype=np.int64, count=len(actions))
+        if not ban_root_actions(self.ws, self.nodes, self.edges, banned):
             return False
         self._restricted = True
         return True
@@ -183,7 +200,7 @@ class Search:
         in rounds of up to ``leaves_per_await`` descents whose leaves wait on
         the network together (one commit, one await, one compiled call each
         way). This loop is the Python side of the hot path: keep it lean."""
-        ws, nodes = self.ws, self.nodes
+        ws, nodes, edges = self.ws, self.nodes, self.edges
         reserve, commit = ev.reserve, ev.commit
         cache = getattr(ev, "nn_cache", None)
         if cache is None:
@@ -196,7 +213,8 @@ class Search:
             while done < count:
                 planes, slot, room = reserve()
                 want = min(k_max, count - done, room)
-                leaves, completed, hits = descend_round(ws, nodes, planes, slot, want, forced, c_keys, c_policy, c_wdl)
+                leaves, completed, hits = descend_round(ws, nodes, edges, planes, slot, want, forced,
+                                                        c_keys, c_policy, c_wdl)
                 done += completed
                 requests += leaves + hits
                 hits_total += hits
@@ -205,7 +223,8 @@ class Search:
                         break  # nothing to descend into (every move pruned)
                     continue
                 out = await commit(leaves)
-                finish_round(ws, nodes, leaves, out.policy, out.wdl, out.score, slot, c_keys, c_policy, c_wdl, c_score)
+                finish_round(ws, nodes, edges, leaves, out.policy, out.wdl, out.score, slot,
+                             c_keys, c_policy, c_wdl, c_score)
                 done += leaves
         finally:
             # the live figures need no finer grain than a call: count once
@@ -220,6 +239,26 @@ class Search:
     def root_node(self) -> int:
         return int(self.ws[0]["root_node"])
 
+    def root_children(self) -> int:
+        """Children of the root (0: not expanded yet)."""
+        return int(root_summary(self.ws, self.nodes)[0])
+
+    def root_actions(self) -> np.ndarray:
+        """The actions of the root's children (int64)."""
+        k = root_actions(self.ws, self.nodes, self.edges, self._actions)
+        return self._actions[:k].astype(np.int64)
+
+    def pool_full(self, n: int) -> bool:
+        """Whether the tree can no longer grow on an N x N board: less than
+        one expansion's edges or no node record is free."""
+        w = self.ws[0]
+        return (int(w["edges_used"]) + n * n + 1 > self.edges.shape[0]
+                or int(w["nodes_used"]) >= self.nodes.shape[0])
+
+    def pool_bytes(self) -> int:
+        """Memory of the tree pools (edges and node records)."""
+        return self.edges.nbytes + self.nodes.nbytes
+
     def root_visits(self) -> int:
         return int(root_summary(self.ws, self.nodes)[1])
 
@@ -231,26 +270,26 @@ class Search:
         """Mix Dirichlet(alpha) noise into the open root children's priors,
         alpha = dirichlet_alpha_scale / their number (drawn as normalised
         Gamma(alpha) variates)."""
-        k = root_choices(self.ws, self.nodes)
+        k = root_choices(self.ws, self.nodes, self.edges)
         if k == 0:
             return
         gammas = self.rng.standard_gamma(self.cfg.dirichlet_alpha_scale / k, size=k)
-        mix_root_noise(self.ws, self.nodes, gammas, float(self.cfg.dirichlet_epsilon))
+        mix_root_noise(self.ws, self.nodes, self.edges, gammas, float(self.cfg.dirichlet_epsilon))
 
     def stats(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         a = n * n + 1
         visits = np.zeros(a, dtype=np.int32)
         q = np.zeros(a, dtype=np.float64)
         prior = np.zeros(a, dtype=np.float32)
-        root_stats(self.ws, self.nodes, visits, q, prior)
+        root_stats(self.ws, self.nodes, self.edges, visits, q, prior)
         return visits, q, prior
 
     def pv(self, action: int) -> list[int]:
         """Principal variation starting with root child ``action``."""
-        i = child_index(self.ws, self.nodes, action)
+        i = child_index(self.ws, self.nodes, self.edges, action)
         if i < 0:
             return [action]
-        k = principal_variation(self.ws, self.nodes, i, self._pv)
+        k = principal_variation(self.nodes, self.edges, i, self._pv)
         return [action] + [int(x) for x in self._pv[:k]]
 
     # ---- whole searches --------------------------------------------------
@@ -278,7 +317,7 @@ class Search:
             await self.playout(ev)
             spent += 1
         if not allow_pass:
-            ban_root_actions(self.ws, self.nodes, self._pass_action(n))
+            ban_root_actions(self.ws, self.nodes, self.edges, self._pass_action(n))
         if use_gumbel:
             spent += await self._gumbel(ev, playouts - spent, n)
         else:
@@ -310,13 +349,14 @@ class Search:
         first, k = int(r["first"]), int(r["nchild"])
         a_count = n * n + 1
         logits = np.full(a_count, -np.inf)
-        child_of = np.full(a_count, -1, dtype=np.int64)
-        kids = self.nodes[first : first + k]
+        child_of = np.full(a_count, -1, dtype=np.int64)  # [A] root edge of each action
+        kids = self.edges[first : first + k]
         ok = kids["prior"] > 0
         acts = kids["action"].astype(np.int64)
         logits[acts[ok]] = np.log(kids["prior"][ok])
         child_of[acts] = np.arange(first, first + k)
-        self.nodes[self.root_node()]["ordered"] = -1  # forced visits: no prefix order at the root
+        # forced visits: no prefix order at the root (its edges stay where they are)
+        self.nodes[self.root_node()]["ordered"] = -1
         g = self.rng.gumbel(size=a_count)
         legal = np.isfinite(logits)
         m = min(cfg.gumbel_considered_moves, int(legal.sum()))

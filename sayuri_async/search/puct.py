@@ -6,11 +6,19 @@ c(N)        exploration factor ``c_init + ln((N + c_base + 1) / c_base)``.
 FPU         first-play urgency: an unvisited child's Q is the parent's Q minus
             ``fpu_reduction * sqrt(sum of priors of visited children)``
             (``fpu_root`` replaces the reduction at the root).
+edge order  a node's edges keep its visited children (``child >= 0``) in
+            front; ``select_child`` scores those and only the first unvisited
+            edge, which it makes the unvisited one of highest prior by a swap
+            of two 12-byte edges (``_swap``; a subtree stays where it is,
+            its edge points to it).
 descend     one playout's way down: replay the root position on the scratch
-            board, choose children by PUCT (or a forced root child, used by
-            Gumbel sequential halving), stop at an unexpanded node (a leaf
-            whose features are then encoded for the network) or at the end of
-            the game (scored at once and backed up: no network request).
+            board, choose edges by PUCT (or a forced root edge, used by
+            Gumbel sequential halving), give a child its node record on its
+            first visit, stop at an unexpanded node (a leaf whose features
+            are then encoded for the network) or at the end of the game
+            (scored at once and backed up: no network request). With the
+            node pool full, an edge without a record ends the descent at the
+            node above it, which is evaluated again.
 cache key   hash of the leaf's last eight positions, side to move and ko
             point (odd, never 0): two leaves with the same key get the same
             network output.
@@ -38,30 +46,30 @@ from ..go.scoring import area_map
 from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3
 from ..infer.cache import cache_lookup, cache_store
 from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, add_virtual_loss,
-                   backup, collect_moves, finish, in_game_table, transform_planes)
+                   backup, collect_moves, finish, in_game_table, new_node, transform_planes)
 
 TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
 COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
 
 
 @njit(cache=True)
-def _swap(nodes, i: int, j: int) -> None:
-    """Exchange two sibling records (both unvisited leaves or any pair whose
-    subtrees move with them: children point down only)."""
-    a = nodes[i]
-    b = nodes[j]
-    visits, first, nchild, action, ordered, prior, wsum = a.visits, a.first, a.nchild, a.action, a.ordered, a.prior, a.wsum
-    a.visits, a.first, a.nchild, a.action, a.ordered, a.prior, a.wsum = b.visits, b.first, b.nchild, b.action, b.ordered, b.prior, b.wsum
-    b.visits, b.first, b.nchild, b.action, b.ordered, b.prior, b.wsum = visits, first, nchild, action, ordered, prior, wsum
+def _swap(edges, i: int, j: int) -> None:
+    """Exchange two sibling edges (their subtrees stay: edges point down)."""
+    a = edges[i]
+    b = edges[j]
+    action, prior, child = a.action, a.prior, a.child
+    a.action, a.prior, a.child = b.action, b.prior, b.child
+    b.action, b.prior, b.child = action, prior, child
 
 
 @njit(cache=True)
-def select_child(nodes, node: int, params, is_root: bool) -> int:
-    """The PUCT choice among ``node``'s children (skipping superko ones).
+def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
+    """The PUCT choice (an edge index) among ``node``'s edges (skipping
+    superko ones); -1 when none is open.
 
     Unvisited children share the FPU value, so only the one of highest prior
     can win among them; visited children form a prefix (see ``tree.py``), so
-    the loop stops at the first unvisited child instead of touching all of
+    the loop stops at the first unvisited edge instead of touching all of
     them. A node with ``ordered < 0`` (a Gumbel root) is scanned in full."""
     nd = nodes[node]
     first = nd.first
@@ -77,18 +85,19 @@ def select_child(nodes, node: int, params, is_root: bool) -> int:
     best_score = -1e30
     p = -1
     for i in range(first, end):
-        ch = nodes[i]
-        if ch.prior < 0.0:
+        e = edges[i]
+        if e.prior < 0.0:
             continue
-        if ch.visits == 0:
+        if e.child < 0:
             if full:
-                if p < 0 or ch.prior > nodes[p].prior:
+                if p < 0 or e.prior > edges[p].prior:
                     p = i
                 continue
             p = i
             break
-        visited_prior += ch.prior
-        s = ch.wsum / ch.visits + c * ch.prior * sqrt_n / (1.0 + ch.visits)
+        ch = nodes[e.child]
+        visited_prior += e.prior
+        s = ch.wsum / ch.visits + c * e.prior * sqrt_n / (1.0 + ch.visits)
         if s > best_score:
             best_score = s
             best = i
@@ -96,14 +105,14 @@ def select_child(nodes, node: int, params, is_root: bool) -> int:
         if not full and p - first >= nd.ordered:
             m = p
             for j in range(p + 1, end):
-                if nodes[j].prior > nodes[m].prior:
+                if edges[j].prior > edges[m].prior:
                     m = j
             if m != p:
-                _swap(nodes, m, p)
+                _swap(edges, m, p)
             nodes[node].ordered = p - first + 1
         red = params[P_FPU_ROOT] if is_root else params[P_FPU_REDUCTION]
         fpu = parent_q - red * math.sqrt(visited_prior)
-        s = fpu + c * nodes[p].prior * sqrt_n
+        s = fpu + c * edges[p].prior * sqrt_n
         if s > best_score:
             best = p
     return best
@@ -170,12 +179,12 @@ def encode_leaf(ident: int, rec, out) -> None:
 
 
 @njit(cache=True)
-def descend(ws, nodes, planes, slot: int, forced: int, leaf_slot: int) -> np.uint64:
-    """One descent. ``forced`` >= 0 is the node index of the root child to
-    take. The path is kept in ``ws.paths[leaf_slot]``. The answer is
-    TERMINAL (0) when the playout ended the game and was backed up already,
-    COLLISION (2) when it met a pending leaf (nothing changed), else the
-    leaf's (odd) cache key: the leaf is expanded as PENDING, the path carries
+def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) -> np.uint64:
+    """One descent. ``forced`` >= 0 is the edge index of the root child to
+    take. The path (node records) is kept in ``ws.paths[leaf_slot]``. The
+    answer is TERMINAL (0) when the playout ended the game and was backed up
+    already, COLLISION (2) when it met a pending leaf (nothing changed), else
+    the leaf's (odd) cache key: the leaf is marked PENDING, the path carries
     a virtual loss, the planes (encoder ``ws.encoder``) are in
     ``planes[slot]``, and ``tree.finish`` completes the playout."""
     w = ws[0]
@@ -192,20 +201,25 @@ def descend(ws, nodes, planes, slot: int, forced: int, leaf_slot: int) -> np.uin
         terminal = False
         while nodes[node].nchild > 0 and depth < path.shape[0] - 1:
             if depth == 0 and forced >= 0:
-                child = forced
+                e = forced
             else:
-                child = select_child(nodes, node, w.params, depth == 0)
-            if child < 0:
+                e = select_child(nodes, edges, node, w.params, depth == 0)
+            if e < 0:
                 break
-            a = nodes[child].action
-            p = B.action_to_point(rec.n, a)
+            child = edges[e].child
+            if child < 0 and w.nodes_used >= nodes.shape[0]:
+                break  # no record for a first visit: evaluate this node again
+            p = B.action_to_point(rec.n, edges[e].action)
             B.play(rec, p)
             h = rec.hash
             if p != B.PASS and _seen_before(w, h, depth):
                 # superko: this child can never be played; choose again
-                nodes[child].prior = -1.0
+                edges[e].prior = -1.0
                 restart = True
                 break
+            if child < 0:
+                child = new_node(ws, nodes)
+                edges[e].child = child
             depth += 1
             path[depth] = child
             w.path_hash[depth] = h
@@ -225,7 +239,8 @@ def descend(ws, nodes, planes, slot: int, forced: int, leaf_slot: int) -> np.uin
             w.terminal_value = v
             backup(ws, nodes, leaf_slot, v, False)
             return np.uint64(TERMINAL)
-        collect_moves(ws, leaf_slot)
+        if nodes[node].nchild == 0:
+            collect_moves(ws, leaf_slot)
         nodes[node].state = PENDING
         add_virtual_loss(ws, nodes, leaf_slot)
         encode_leaf(w.encoder, rec, planes[slot])
@@ -242,7 +257,7 @@ def descend(ws, nodes, planes, slot: int, forced: int, leaf_slot: int) -> np.uin
 
 
 @njit(cache=True)
-def descend_round(ws, nodes, planes, slot: int, want: int, forced: int, c_keys, c_policy, c_wdl):
+def descend_round(ws, nodes, edges, planes, slot: int, want: int, forced: int, c_keys, c_policy, c_wdl):
     """Up to ``want`` descents; the k-th leaf that needs the network is
     encoded into ``planes[slot + k]`` and waits in leaf slot k. A
     collision ends the round early. Returns ``(leaves, completed, hits)``:
@@ -252,7 +267,7 @@ def descend_round(ws, nodes, planes, slot: int, want: int, forced: int, c_keys, 
     completed = 0
     hits = 0
     for _ in range(want):
-        key = descend(ws, nodes, planes, slot + leaves, forced, leaves)
+        key = descend(ws, nodes, edges, planes, slot + leaves, forced, leaves)
         if key == TERMINAL:
             completed += 1
             continue
@@ -260,7 +275,7 @@ def descend_round(ws, nodes, planes, slot: int, want: int, forced: int, c_keys, 
             break
         j = cache_lookup(c_keys, key)
         if j >= 0:
-            finish(ws, nodes, leaves, c_policy, c_wdl, j)
+            finish(ws, nodes, edges, leaves, c_policy, c_wdl, j)
             completed += 1
             hits += 1
             continue
@@ -269,11 +284,11 @@ def descend_round(ws, nodes, planes, slot: int, want: int, forced: int, c_keys, 
 
 
 @njit(cache=True)
-def finish_round(ws, nodes, leaves: int, policy, wdl, score, row: int, c_keys, c_policy, c_wdl, c_score) -> None:
+def finish_round(ws, nodes, edges, leaves: int, policy, wdl, score, row: int, c_keys, c_policy, c_wdl, c_score) -> None:
     """Finish the round's ``leaves`` waiting leaves with rows ``row ..
     row + leaves - 1`` of a batch's outputs, and remember them in the NN
     cache (a no-op when it has no slots)."""
     w = ws[0]
     for i in range(leaves):
-        finish(ws, nodes, i, policy, wdl, row + i)
+        finish(ws, nodes, edges, i, policy, wdl, row + i)
         cache_store(c_keys, c_policy, c_wdl, c_score, w.leaf_key[i], policy, wdl, score, row + i)

@@ -2,30 +2,47 @@
 
 Vocabulary
 ----------
-nodes       ``[capacity]`` records of NODE_DTYPE. A node's children are
-            contiguous: ``first .. first + nchild``, laid out so that the
-            visited children always form a prefix: PUCT only ever gives a
-            first visit to the unvisited child of highest prior, which
-            ``puct.select_child`` swaps to the front of the unvisited part
-            on demand (``ordered`` counts the front children known to be in
-            that order; -1 means "no order", as at a Gumbel root, and makes
-            selection scan every child). ``wsum`` is the sum of
-            values backed up through the node, from the point of view of the
-            player who made the move into it, so ``wsum / visits`` is that
-            player's Q for choosing this child. A child whose move repeats an
-            earlier position (superko), or that the caller ruled out at the
-            root (``Search.restrict_root``), gets prior -1: selection skips it.
+edges       ``[edge capacity]`` records of EDGE_DTYPE: one per child of an
+            expanded node (its action, its prior, and ``child``: the index of
+            its node record, -1 until a descent first goes into it). A node's
+            edges are contiguous, ``first .. first + nchild``, written in one
+            pass when the node's network answer arrives (``expand``); they
+            are laid out so that the visited children always form a prefix:
+            PUCT only ever gives a first visit to the unvisited edge of
+            highest prior, which ``puct.select_child`` swaps to the front of
+            the unvisited part on demand (``ordered`` counts the front edges
+            known to be in that order; -1 means "no order", as at a Gumbel
+            root, and makes selection scan every edge). An edge whose move
+            repeats an earlier position (superko), or that the caller ruled
+            out at the root (``Search.restrict_root``), gets prior -1:
+            selection skips it.
+nodes       ``[node capacity]`` records of NODE_DTYPE: one per position a
+            descent went into (the root, then each child on its first visit;
+            ``new_node``), so most edges never get one. ``wsum`` is the sum
+            of values backed up through the node, from the point of view of
+            the player who made the move into it, so ``wsum / visits`` is
+            that player's Q for choosing this child. A node with a record has
+            at least one visit (real or virtual).
+capacities  both pools only grow until the tree starts afresh
+            (``tree_reset``); ``ws.edges_used`` and ``ws.nodes_used`` count
+            what is taken. A full edge pool leaves a new leaf unexpanded (the
+            next descent that reaches it asks the network again); a full node
+            pool ends a descent at the expanded node it reached, which is
+            evaluated again (its edges stay as they are). Neither stops a
+            search; ``set_root`` starts afresh when either pool lacks the
+            room of the next search.
 workspace   ``[1]`` record of WS_DTYPE per game: the root position, a scratch
             board that each playout replays from the root, the game's position
             hashes (superko; a hash set, so a check costs the same at move 300
             as at move 3), the paths of the leaves waiting on the network
-            (``paths[i, :depths[i] + 1]``, leaf last), the search parameters
-            and the tree's bookkeeping (root node, nodes used).
+            (``paths[i, :depths[i] + 1]``: node indices, leaf last), the
+            search parameters and the tree's bookkeeping (root node, pool
+            use).
 pending     a leaf's legal moves are listed in the workspace when the descent
             reaches it (the scratch board moves on); until the network
             answers it is PENDING and another descent that meets it stops (a
-            collision). The answer gives it its children, priors included,
-            in one pass (``expand``).
+            collision). The answer gives it its edges, priors included, in
+            one pass (``expand``).
 virtual loss  every node on a waiting leaf's path counts one more visit and
             one more loss for the player who moved into it, so the next
             descents of the same search spread out; ``finish`` replaces it
@@ -38,7 +55,9 @@ value       in ``[-1, 1]`` for the side to move at a node (win minus loss);
 params      float64 vector indexed by the P_* constants (PUCT and FPU).
 
 The compiled functions here are shared by PUCT and Gumbel search: allocation,
-expansion from a policy row, backup, root statistics and tree reuse.
+expansion from a policy row, backup and the pools' reset; ``root.py`` holds
+what reads or changes the root's children (statistics, restrictions, noise,
+tree reuse).
 """
 from __future__ import annotations
 
@@ -54,18 +73,26 @@ TABLE_SALT = np.uint64(0x9E3779B97F4A7C15)  # stored keys are hash ^ salt, so 0 
 MAX_LEAVES = 16  # leaves one search may have waiting on the network at once
 MAX_ACTIONS = B.MAX_N * B.MAX_N + 1
 SYM_BUF = 64 * B.MAX_N * B.MAX_N  # planes x points of the largest encoder and board
-PENDING = 1  # node state: children allocated, priors not yet known
+PENDING = 1  # node state: waiting on the network for its edges
+EDGES_PER_NODE = 32  # a derived node pool holds one record per this many edges
 
-NODE_DTYPE = np.dtype(
+NODE_DTYPE = np.dtype(  # 24 bytes
     [
         ("visits", np.int32),
-        ("first", np.int32),
-        ("nchild", np.int16),
-        ("action", np.int16),
+        ("first", np.int32),  # first edge
+        ("nchild", np.int16),  # edges
         ("ordered", np.int16),
         ("state", np.int8),
-        ("prior", np.float32),
         ("wsum", np.float64),
+    ],
+    align=True,
+)
+
+EDGE_DTYPE = np.dtype(  # 12 bytes
+    [
+        ("action", np.int16),
+        ("prior", np.float32),
+        ("child", np.int32),  # node record, -1 before the first visit
     ],
     align=True,
 )
@@ -91,7 +118,8 @@ WS_DTYPE = np.dtype(
         ("encoder", np.int32),  # features.Encoder.ident of the planes the leaves get
         ("sym_buf", np.uint8, (SYM_BUF,)),
         ("root_node", np.int32),
-        ("used", np.int32),
+        ("nodes_used", np.int32),
+        ("edges_used", np.int32),
         ("max_moves", np.int32),
         ("leaf_key", np.uint64, (MAX_LEAVES,)),  # cache key of each waiting leaf
         ("leaf_moves", np.int16, (MAX_LEAVES, MAX_ACTIONS)),  # its children to be (collect_moves)
@@ -108,6 +136,19 @@ def new_workspace() -> np.ndarray:
 
 def new_nodes(capacity: int) -> np.ndarray:
     return np.zeros(capacity, dtype=NODE_DTYPE)
+
+
+def new_edges(capacity: int) -> np.ndarray:
+    return np.zeros(capacity, dtype=EDGE_DTYPE)
+
+
+def derived_node_capacity(edge_capacity: int) -> int:
+    """Node records for a pool of ``edge_capacity`` edges when not set: one
+    per EDGES_PER_NODE edges, at least 256. A search adds at most one record
+    per playout (plus the root) but up to N*N + 1 edges per playout, so a
+    pool sized for one search's edges on boards from 7x7 up has records to
+    spare."""
+    return max(edge_capacity // EDGES_PER_NODE, 256)
 
 
 @njit(cache=True)
@@ -149,31 +190,47 @@ def in_game_table(w, h) -> bool:
 
 
 @njit(cache=True)
-def tree_reset(ws, nodes) -> None:
-    """Drop the whole tree: one fresh, unexpanded root at node 0."""
-    w = ws[0]
-    w.root_node = 0
-    w.used = 1
-    r = nodes[0]
-    r.visits = 0
-    r.nchild = 0
-    r.action = -1
-    r.first = -1
-    r.ordered = 0
-    r.state = 0
-    r.prior = 1.0
-    r.wsum = 0.0
+def clear_node(nd) -> None:
+    nd.visits = 0
+    nd.first = -1
+    nd.nchild = 0
+    nd.ordered = 0
+    nd.state = 0
+    nd.wsum = 0.0
 
 
 @njit(cache=True)
-def set_root(ws, nodes, arr, hashes, max_moves: int, keep: bool, room: int) -> None:
+def tree_reset(ws, nodes) -> None:
+    """Drop the whole tree: one fresh, unexpanded root at node 0, no edges."""
+    w = ws[0]
+    w.root_node = 0
+    w.nodes_used = 1
+    w.edges_used = 0
+    clear_node(nodes[0])
+
+
+@njit(cache=True)
+def new_node(ws, nodes) -> int:
+    """A fresh node record (no visits, no edges); -1 when the pool is full."""
+    w = ws[0]
+    i = w.nodes_used
+    if i >= nodes.shape[0]:
+        return -1
+    clear_node(nodes[i])
+    w.nodes_used = i + 1
+    return i
+
+
+@njit(cache=True)
+def set_root(ws, nodes, edges, arr, hashes, max_moves: int, keep: bool, edge_room: int, node_room: int) -> None:
     """Make the game record ``arr[0]`` (with position history ``hashes``)
     the root position. The tree is kept when ``keep`` (already this
-    position's) and the pool has ``room`` free nodes (what the next search
-    may add); else it starts afresh. The pool only grows until a fresh
-    start, so a kept tree also holds the discarded siblings' nodes."""
+    position's) and the pools have ``edge_room`` free edges and
+    ``node_room`` free node records (what the next search may add); else it
+    starts afresh. The pools only grow until a fresh start, so a kept tree
+    also holds the discarded siblings' records."""
     w = ws[0]
-    if not keep or w.used + room > nodes.shape[0]:
+    if not keep or w.edges_used + edge_room > edges.shape[0] or w.nodes_used + node_room > nodes.shape[0]:
         tree_reset(ws, nodes)
     B.copy_board(w.root, arr[0])
     build_game_table(ws, hashes)
@@ -192,22 +249,25 @@ def collect_moves(ws, leaf_slot: int) -> int:
 
 
 @njit(cache=True)
-def expand(ws, nodes, node: int, leaf_slot: int, policy, row: int, sym: int) -> int:
-    """Give the pending ``node`` its children: one per action listed for
+def expand(ws, nodes, edges, node: int, leaf_slot: int, policy, row: int, sym: int) -> int:
+    """Give the pending ``node`` its edges: one per action listed for
     ``leaf_slot`` (``collect_moves``), with priors from ``policy[row]`` (a
     policy over the board as transformed by symmetry ``sym``) renormalised
-    over them. The children are written once, here, in one pass: a search
-    touches each new node's memory only when its prior is known. The node
-    stops being pending; it stays a leaf when the pool is full. Returns the
-    number of children."""
+    over them. The edges are written once, here, in one pass: a search
+    touches each new edge's memory only when its prior is known. The node
+    stops being pending; it stays a leaf when the edge pool is full, and a
+    node that has edges already (evaluated again: see ``capacities``) keeps
+    them. Returns the number of edges written."""
     w = ws[0]
     nd = nodes[node]
     nd.state = 0
+    if nd.nchild > 0:
+        return 0
     nd.ordered = 0
     moves = w.leaf_moves[leaf_slot]
     k = w.leaf_nmoves[leaf_slot]
-    first = w.used
-    if first + k > nodes.shape[0]:
+    first = w.edges_used
+    if first + k > edges.shape[0]:
         return 0
     pol = policy[row]
     smap = w.sym_map[sym]
@@ -217,19 +277,14 @@ def expand(ws, nodes, node: int, leaf_slot: int, policy, row: int, sym: int) -> 
     inv = 1.0 / total if total > 0.0 else 0.0
     uniform = 1.0 / k
     for i in range(k):
-        c = nodes[first + i]
+        e = edges[first + i]
         a = moves[i]
-        c.visits = 0
-        c.first = -1
-        c.nchild = 0
-        c.action = a
-        c.ordered = 0
-        c.state = 0
-        c.prior = pol[smap[a]] * inv if total > 0.0 else uniform
-        c.wsum = 0.0
+        e.action = a
+        e.prior = pol[smap[a]] * inv if total > 0.0 else uniform
+        e.child = -1
     nd.first = first
     nd.nchild = k
-    w.used = first + k
+    w.edges_used = first + k
     return k
 
 
@@ -283,211 +338,14 @@ def add_virtual_loss(ws, nodes, leaf_slot: int) -> None:
 
 
 @njit(cache=True)
-def finish(ws, nodes, leaf_slot: int, policy, wdl, row: int) -> None:
+def finish(ws, nodes, edges, leaf_slot: int, policy, wdl, row: int) -> None:
     """Finish the playout waiting in ``leaf_slot`` with the network's answer
-    ``policy[row]``, ``wdl[row]``: priors for the leaf, then the backup of
+    ``policy[row]``, ``wdl[row]``: edges for the leaf, then the backup of
     ``win - loss`` in place of the virtual loss."""
     w = ws[0]
     leaf = w.paths[leaf_slot, w.depths[leaf_slot]]
     if nodes[leaf].state == PENDING:
-        expand(ws, nodes, leaf, leaf_slot, policy, row, w.leaf_sym[leaf_slot])
+        expand(ws, nodes, edges, leaf, leaf_slot, policy, row, w.leaf_sym[leaf_slot])
     backup(ws, nodes, leaf_slot, wdl[row, 0] - wdl[row, 2], True)
 
 
-@njit(cache=True)
-def root_stats(ws, nodes, visits, q, prior) -> int:
-    """Write per-action visits, Q (root player's view; 0 unvisited) and prior
-    of the root's children into ``[A]`` arrays; actions without a child get
-    visits 0 and prior 0. Returns the number of children."""
-    w = ws[0]
-    root = nodes[w.root_node]
-    for a in range(visits.shape[0]):
-        visits[a] = 0
-        q[a] = 0.0
-        prior[a] = 0.0
-    for i in range(root.first, root.first + root.nchild):
-        c = nodes[i]
-        a = c.action
-        visits[a] = c.visits
-        prior[a] = c.prior
-        if c.visits > 0:
-            q[a] = c.wsum / c.visits
-    return root.nchild
-
-
-@njit(cache=True)
-def root_summary(ws, nodes):
-    """``(children, visits, value)`` of the root: its number of children, its
-    visits and its value for the side to move in [-1, 1] (0 unvisited)."""
-    w = ws[0]
-    r = nodes[w.root_node]
-    value = -r.wsum / r.visits if r.visits > 0 else 0.0
-    return r.nchild, r.visits, value
-
-
-@njit(cache=True)
-def choose_by_visits(visits, prior, temperature: float, u: float, policy) -> int:
-    """The move of a search from the root's ``[A]`` visits and priors:
-    restricted root moves (prior < 0) lose their visits first (in place),
-    ``policy`` gets the visit distribution (float32, zero when there is no
-    visit), and the answer is the most visited action (ties broken by the
-    uniform draw ``u`` in [0, 1)) or, with ``temperature`` > 0, an action
-    drawn with weight visits^(1/temperature) by ``u``. No visit at all:
-    pass (the last action)."""
-    a_count = visits.shape[0]
-    total = 0
-    best = 0
-    ties = 0
-    for a in range(a_count):
-        if prior[a] < 0.0:
-            visits[a] = 0
-        v = visits[a]
-        total += v
-        if v > best:
-            best = v
-            ties = 1
-        elif v == best and v > 0:
-            ties += 1
-    inv = 1.0 / total if total > 0 else 0.0
-    for a in range(a_count):
-        policy[a] = visits[a] * inv
-    if total == 0:
-        return a_count - 1
-    if temperature > 0.0:
-        e = 1.0 / temperature
-        weight = 0.0
-        for a in range(a_count):
-            if visits[a] > 0:
-                weight += (visits[a] / best) ** e  # scaled by the largest: no overflow
-        r = u * weight
-        last = -1
-        for a in range(a_count):
-            if visits[a] > 0:
-                last = a
-                r -= (visits[a] / best) ** e
-                if r < 0.0:
-                    return a
-        return last
-    k = min(int(u * ties), ties - 1)
-    for a in range(a_count):
-        if visits[a] == best:
-            if k == 0:
-                return a
-            k -= 1
-    return a_count - 1
-
-
-@njit(cache=True)
-def ban_root_actions(ws, nodes, actions) -> bool:
-    """Give the root children for ``actions`` prior -1 (never searched, not
-    a choice). Refused (False, nothing changed) when that would leave no
-    open child."""
-    w = ws[0]
-    root = nodes[w.root_node]
-    first = root.first
-    end = first + root.nchild
-    left = 0
-    for i in range(first, end):
-        if nodes[i].prior < 0.0:
-            continue
-        banned = False
-        for j in range(actions.shape[0]):
-            if nodes[i].action == actions[j]:
-                banned = True
-                break
-        if not banned:
-            left += 1
-    if left == 0:
-        return False
-    for i in range(first, end):
-        for j in range(actions.shape[0]):
-            if nodes[i].action == actions[j]:
-                nodes[i].prior = -1.0
-                break
-    root.ordered = 0
-    return True
-
-
-@njit(cache=True)
-def root_choices(ws, nodes) -> int:
-    """Root children still open to search (prior >= 0: not restricted, not
-    found to repeat a position)."""
-    w = ws[0]
-    root = nodes[w.root_node]
-    k = 0
-    for i in range(root.first, root.first + root.nchild):
-        if nodes[i].prior >= 0.0:
-            k += 1
-    return k
-
-
-@njit(cache=True)
-def mix_root_noise(ws, nodes, gammas, eps: float) -> None:
-    """Dirichlet noise at the root: ``gammas[j]`` ~ Gamma(alpha) for the j-th
-    open root child (``root_choices`` of them), normalised into a Dirichlet
-    draw and mixed in with weight ``eps``. The root's children are reordered
-    lazily afterwards (their priors changed)."""
-    w = ws[0]
-    root = nodes[w.root_node]
-    total = 0.0
-    for j in range(gammas.shape[0]):
-        total += gammas[j]
-    if total <= 0.0:
-        return  # every draw underflowed: no noise this time
-    j = 0
-    for i in range(root.first, root.first + root.nchild):
-        if nodes[i].prior >= 0.0 and j < gammas.shape[0]:
-            nodes[i].prior = (1.0 - eps) * nodes[i].prior + eps * gammas[j] / total
-            j += 1
-    root.ordered = 0
-
-
-@njit(cache=True)
-def advance(ws, nodes, action: int) -> bool:
-    """Make the root's child for ``action`` the new root (tree reuse).
-    Returns False (and resets the tree) when that child is not expanded."""
-    w = ws[0]
-    root = nodes[w.root_node]
-    for i in range(root.first, root.first + root.nchild):
-        if nodes[i].action == action:
-            if nodes[i].nchild > 0:
-                w.root_node = i
-                return True
-            break
-    tree_reset(ws, nodes)
-    return False
-
-
-@njit(cache=True)
-def child_index(ws, nodes, action: int) -> int:
-    """Node index of the root's child for ``action``; -1 when none."""
-    w = ws[0]
-    root = nodes[w.root_node]
-    for i in range(root.first, root.first + root.nchild):
-        if nodes[i].action == action:
-            return i
-    return -1
-
-
-@njit(cache=True)
-def principal_variation(ws, nodes, start: int, out) -> int:
-    """Follow the most visited child from node ``start``; writes actions into
-    ``out`` and returns how many."""
-    k = 0
-    node = start
-    while k < out.shape[0]:
-        nd = nodes[node]
-        if nd.nchild == 0:
-            break
-        best = -1
-        bv = 0
-        for i in range(nd.first, nd.first + nd.nchild):
-            if nodes[i].visits > bv:
-                bv = nodes[i].visits
-                best = i
-        if best < 0:
-            break
-        out[k] = nodes[best].action
-        k += 1
-        node = best
-    return k

@@ -67,12 +67,14 @@ class SelfplayConfig:
 
     def search_config(self) -> SearchConfig:
         """The search settings with ``node_capacity = 0`` resolved: a search
-        adds at most ``room = (playouts + 1) x (N*N + 1)`` nodes on the
-        largest board; the pool holds three times that, and a kept tree is
-        dropped before a search when less than ``room`` is free, so a search
-        never runs out and the tree is kept while it takes up to two thirds.
-        Small pools stay in the CPU caches; 64 games of 200,000 nodes would
-        touch 400 MB."""
+        adds at most ``room = (playouts + 1) x (N*N + 1)`` edges on the
+        largest board; the edge pool holds three times that, and a kept tree
+        is dropped before a search when less than ``room`` is free, so a
+        search never runs out and the tree is kept while it takes up to two
+        thirds. The node records (``node_records = 0``: one per 32 edges)
+        and their room scale alike, and a search adds at most playouts + 1 of
+        them, far less than ``room / 32`` from 7x7 up. Small pools stay in
+        the CPU caches; 64 games of 200,000 edges would touch 150 MB."""
         if self.search.node_capacity > 0:
             return self.search
         n = max(self.board_sizes)

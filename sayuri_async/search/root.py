@@ -1,0 +1,233 @@
+"""The root's children: statistics, the move choice, restrictions, noise,
+tree reuse and the principal variation.
+
+Vocabulary
+----------
+root        ``ws.root_node``: the node record of the searched position; its
+            children are its edges ``first .. first + nchild`` (see
+            ``tree.py``), in no fixed order (selection reorders them).
+open child  a root edge with prior >= 0: not restricted by the caller
+            (``ban_root_actions``), not found to repeat a position (superko).
+``[A]``     arrays over actions (points, pass last) that the root's
+            children are reported into; actions without a child read 0.
+"""
+from __future__ import annotations
+
+from numba import njit
+
+from .tree import tree_reset
+
+
+@njit(cache=True)
+def root_stats(ws, nodes, edges, visits, q, prior) -> int:
+    """Write per-action visits, Q (root player's view; 0 unvisited) and prior
+    of the root's children into ``[A]`` arrays; actions without a child get
+    visits 0 and prior 0. Returns the number of children."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    for a in range(visits.shape[0]):
+        visits[a] = 0
+        q[a] = 0.0
+        prior[a] = 0.0
+    for i in range(root.first, root.first + root.nchild):
+        e = edges[i]
+        a = e.action
+        prior[a] = e.prior
+        if e.child >= 0:
+            c = nodes[e.child]
+            visits[a] = c.visits
+            if c.visits > 0:
+                q[a] = c.wsum / c.visits
+    return root.nchild
+
+
+@njit(cache=True)
+def root_summary(ws, nodes):
+    """``(children, visits, value)`` of the root: its number of children, its
+    visits and its value for the side to move in [-1, 1] (0 unvisited)."""
+    w = ws[0]
+    r = nodes[w.root_node]
+    value = -r.wsum / r.visits if r.visits > 0 else 0.0
+    return r.nchild, r.visits, value
+
+
+@njit(cache=True)
+def root_actions(ws, nodes, edges, out) -> int:
+    """Write the actions of the root's children into ``out`` (``[A]``);
+    returns how many."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    for j in range(root.nchild):
+        out[j] = edges[root.first + j].action
+    return root.nchild
+
+
+@njit(cache=True)
+def choose_by_visits(visits, prior, temperature: float, u: float, policy) -> int:
+    """The move of a search from the root's ``[A]`` visits and priors:
+    restricted root moves (prior < 0) lose their visits first (in place),
+    ``policy`` gets the visit distribution (float32, zero when there is no
+    visit), and the answer is the most visited action (ties broken by the
+    uniform draw ``u`` in [0, 1)) or, with ``temperature`` > 0, an action
+    drawn with weight visits^(1/temperature) by ``u``. No visit at all:
+    pass (the last action)."""
+    a_count = visits.shape[0]
+    total = 0
+    best = 0
+    ties = 0
+    for a in range(a_count):
+        if prior[a] < 0.0:
+            visits[a] = 0
+        v = visits[a]
+        total += v
+        if v > best:
+            best = v
+            ties = 1
+        elif v == best and v > 0:
+            ties += 1
+    inv = 1.0 / total if total > 0 else 0.0
+    for a in range(a_count):
+        policy[a] = visits[a] * inv
+    if total == 0:
+        return a_count - 1
+    if temperature > 0.0:
+        e = 1.0 / temperature
+        weight = 0.0
+        for a in range(a_count):
+            if visits[a] > 0:
+                weight += (visits[a] / best) ** e  # scaled by the largest: no overflow
+        r = u * weight
+        last = -1
+        for a in range(a_count):
+            if visits[a] > 0:
+                last = a
+                r -= (visits[a] / best) ** e
+                if r < 0.0:
+                    return a
+        return last
+    k = min(int(u * ties), ties - 1)
+    for a in range(a_count):
+        if visits[a] == best:
+            if k == 0:
+                return a
+            k -= 1
+    return a_count - 1
+
+
+
+@njit(cache=True)
+def ban_root_actions(ws, nodes, edges, actions) -> bool:
+    """Give the root children for ``actions`` prior -1 (never searched, not
+    a choice). Refused (False, nothing changed) when that would leave no
+    open child."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    first = root.first
+    end = first + root.nchild
+    left = 0
+    for i in range(first, end):
+        if edges[i].prior < 0.0:
+            continue
+        banned = False
+        for j in range(actions.shape[0]):
+            if edges[i].action == actions[j]:
+                banned = True
+                break
+        if not banned:
+            left += 1
+    if left == 0:
+        return False
+    for i in range(first, end):
+        for j in range(actions.shape[0]):
+            if edges[i].action == actions[j]:
+                edges[i].prior = -1.0
+                break
+    if root.ordered > 0:
+        root.ordered = 0
+    return True
+
+
+@njit(cache=True)
+def root_choices(ws, nodes, edges) -> int:
+    """Root children still open to search (prior >= 0: not restricted, not
+    found to repeat a position)."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    k = 0
+    for i in range(root.first, root.first + root.nchild):
+        if edges[i].prior >= 0.0:
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def mix_root_noise(ws, nodes, edges, gammas, eps: float) -> None:
+    """Dirichlet noise at the root: ``gammas[j]`` ~ Gamma(alpha) for the j-th
+    open root child (``root_choices`` of them), normalised into a Dirichlet
+    draw and mixed in with weight ``eps``. The root's children are reordered
+    lazily afterwards (their priors changed)."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    total = 0.0
+    for j in range(gammas.shape[0]):
+        total += gammas[j]
+    if total <= 0.0:
+        return  # every draw underflowed: no noise this time
+    j = 0
+    for i in range(root.first, root.first + root.nchild):
+        e = edges[i]
+        if e.prior >= 0.0 and j < gammas.shape[0]:
+            e.prior = (1.0 - eps) * e.prior + eps * gammas[j] / total
+            j += 1
+    if root.ordered > 0:
+        root.ordered = 0
+
+
+@njit(cache=True)
+def advance(ws, nodes, edges, action: int) -> bool:
+    """Make the root's child for ``action`` the new root (tree reuse).
+    Returns False (and resets the tree) when that child is not expanded."""
+    w = ws[0]
+    c = child_index(ws, nodes, edges, action)
+    if c >= 0 and nodes[c].nchild > 0:
+        w.root_node = c
+        return True
+    tree_reset(ws, nodes)
+    return False
+
+
+@njit(cache=True)
+def child_index(ws, nodes, edges, action: int) -> int:
+    """Node record of the root's child for ``action``; -1 when there is no
+    such child or it was never visited."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    for i in range(root.first, root.first + root.nchild):
+        if edges[i].action == action:
+            return edges[i].child
+    return -1
+
+
+@njit(cache=True)
+def principal_variation(nodes, edges, start: int, out) -> int:
+    """Follow the most visited child from node ``start``; writes actions into
+    ``out`` and returns how many."""
+    k = 0
+    node = start
+    while k < out.shape[0]:
+        nd = nodes[node]
+        if nd.nchild == 0:
+            break
+        best = -1
+        bv = 0
+        for i in range(nd.first, nd.first + nd.nchild):
+            c = edges[i].child
+            if c >= 0 and nodes[c].visits > bv:
+                bv = nodes[c].visits
+                best = i
+        if best < 0:
+            break
+        out[k] = edges[best].action
+        k += 1
+        node = edges[best].child
+    return k
