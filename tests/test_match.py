@@ -156,6 +156,7 @@ def test_referee_clock_loses_on_time_and_tells_the_time_left():
     rec = referee(slow, fast, main_time={1: 0.5})
     assert (rec.result, rec.reason, rec.score) == ("W+T", "time", -1.0)
     assert rec.moves == [(1, 12), (2, 0)]  # the move that ran out is not played
-    assert rec.time_used[1] > 0.5 and rec.max_move_time[1] >= 0.6
+    # asyncio may wake a sleep up to its clock resolution early: allow 10 ms
+    assert rec.time_used[1] > 0.5 and rec.max_move_time[1] >= 0.59
     assert slow.heard[:2] == ["time_settings 0.5", "time_left 0.5"] and slow.heard[3].startswith("time_left")
     assert not any(h.startswith("time") for h in fast.heard)  # white is untimed
