@@ -132,6 +132,27 @@ def _start(tmp_path: Path) -> subprocess.Popen:
     )
 
 
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (Linux /proc; empty elsewhere)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def _wait_for_chunks(tmp_path: Path, k: int, proc: subprocess.Popen, limit: float = 120) -> None:
     t0 = time.time()
     while len(list((tmp_path / "out" / "data").glob("chunk-*.npz"))) < k:
@@ -158,8 +179,13 @@ def test_sigint_stops_cleanly_and_leaves_whole_files(tmp_path):
 def test_sigkill_leaves_no_partial_chunk(tmp_path):
     proc = _start(tmp_path)
     _wait_for_chunks(tmp_path, 3, proc)
+    children = _children(proc.pid)  # the writer process (and multiprocessing's helpers)
     proc.kill()
     proc.wait(timeout=30)
+    t0 = time.time()
+    while any(_alive(c) for c in children) and time.time() - t0 < 20:
+        time.sleep(0.2)
+    assert not [c for c in children if _alive(c)], "an orphaned writer outlived the engine"
     for c in (tmp_path / "out" / "data").glob("*.npz"):
         check_chunk(c)  # every visible chunk is whole
     # a restart removes whatever temporary file the kill left behind
@@ -184,3 +210,74 @@ def test_the_random_network_answers_on_the_loop_and_a_real_one_in_the_worker(tmp
         eng = Engine(cfg, backend)
         assert all(bt.inline is want for bt in eng.batchers.values())
         eng.close()
+
+
+def _records(count: int) -> list:
+    """Finished 7x7 games from the random network, as the engine hands them over."""
+    import asyncio
+
+    from sayuri_async.infer.batcher import Batcher
+    from sayuri_async.net.backends import RandomBackend
+    from sayuri_async.search.mcts import Search
+    from sayuri_async.selfplay.game import play_game
+
+    cfg = small_cfg(Path("."), reduce_playouts_prob=0.0)
+    be = RandomBackend(seed=3)
+
+    async def games():
+        bt = Batcher(be, 7, 4, inline=True)
+        bt.attach()
+        s = Search(cfg.search_config(), be.encoder, rng=np.random.default_rng(5))
+        return [await play_game(cfg, s, bt, np.random.default_rng(i), 7, be.encoder) for i in range(count)]
+
+    return asyncio.run(games())
+
+
+def test_the_writer_process_writes_what_the_writer_on_the_loop_writes(tmp_path):
+    from sayuri_async.selfplay.writer import ChunkWriter
+    from sayuri_async.selfplay.writer_proc import WriterProcess
+
+    recs = _records(5)
+    args = ("simple-v1", 25, 2, "t", "random")
+    here = ChunkWriter(tmp_path / "here", *args)
+    there = WriterProcess(str(tmp_path / "there"), *args)
+    for r in recs:
+        here.add(r)
+        there.add(r)
+    here.close()
+    there.close()
+    assert (there.chunks_written, there.positions_written) == (here.chunks_written, here.positions_written) == (
+        3, sum(len(r) for r in recs))
+    names = sorted(p.name for p in (tmp_path / "here" / "data").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "there" / "data").iterdir())
+    for name in names:
+        (m1, a1), (m2, a2) = read_chunk(tmp_path / "here" / "data" / name), read_chunk(tmp_path / "there" / "data" / name)
+        assert m1 == m2 and a1.keys() == a2.keys()
+        for k in a1:
+            np.testing.assert_array_equal(a1[k], a2[k])
+    for sgf_file in (tmp_path / "here" / "sgf").iterdir():
+        assert sgf_file.read_text() == (tmp_path / "there" / "sgf" / sgf_file.name).read_text()
+
+
+def test_a_failing_writer_process_stops_the_run_with_the_folder_and_the_error(tmp_path):
+    from sayuri_async.selfplay.writer_proc import WriterError, WriterProcess
+
+    recs = _records(2)
+    w = WriterProcess(str(tmp_path / "out"), "simple-v1", 25, 1, "t", "random", write_sgf=False)
+    data = tmp_path / "out" / "data"
+    data.rmdir()
+    data.write_text("not a folder")  # every chunk write now fails
+    with pytest.raises(WriterError, match=r"out: writing training data failed: .*data"):
+        for r in recs:
+            w.add(r)
+        w.close()
+    w.close()  # a second close does not hang
+
+
+def test_a_bad_output_folder_fails_at_once_in_the_engine_process(tmp_path):
+    from sayuri_async.selfplay.writer_proc import WriterProcess
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(OSError):
+        WriterProcess(str(blocker / "out"), "simple-v1", 25, 1, "t", "random")

@@ -56,6 +56,7 @@ class SelfplayConfig:
     resign_discard_prob: float = 0.0
     chunk_games: int = 50
     write_sgf: bool = True
+    writer_process: bool = True  # SGF and chunks written by a process of their own, off the event loop
     seed: int = 0  # 0: a fresh seed each run
     weights: str = ""
     device: str = "cpu"

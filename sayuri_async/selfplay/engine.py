@@ -4,8 +4,10 @@ Vocabulary
 ----------
 Engine      owns one backend, one batcher per board size (sharing one worker
             thread: one device, one stream), ``parallel_games`` worker
-            coroutines and a ChunkWriter. ``await engine.run()`` plays until
-            ``num_games`` games are finished or ``stop()`` is called.
+            coroutines and a writer (``WriterProcess``: a process of its own,
+            or ``ChunkWriter`` on the loop with ``writer_process = false``).
+            ``await engine.run()`` plays until ``num_games`` games are
+            finished or ``stop()`` is called.
 worker      a coroutine that plays games one after another; workers above the
             current ``parallel_games`` leave after their game, new ones start
             when it grows.
@@ -33,10 +35,11 @@ from ..search.mcts import Search
 from .config import SelfplayConfig
 from .game import LiveGame, play_game
 from .writer import ChunkWriter
+from .writer_proc import WriterProcess
 
 
 class Engine:
-    def __init__(self, cfg: SelfplayConfig, backend, tag: str | None = None, writer: ChunkWriter | None = None,
+    def __init__(self, cfg: SelfplayConfig, backend, tag: str | None = None, writer: ChunkWriter | WriterProcess | None = None,
                  num_games: int | None = None) -> None:
         self.cfg = cfg
         self.backend = backend
@@ -53,9 +56,12 @@ class Engine:
                        cache_size=cfg.cache_size, worker=self.worker, counters=Counters(), inline=inline)
             for n in sorted(set(cfg.board_sizes))
         }
-        self.writer = writer or ChunkWriter(cfg.out, self.encoder, backend.planes, cfg.chunk_games, self.tag,
-                                            generator=getattr(backend, "name", "random"), write_sgf=cfg.write_sgf,
-                                            generation=cfg.generation)
+        if writer is None:
+            make = WriterProcess if cfg.writer_process else ChunkWriter
+            writer = make(cfg.out, self.encoder, backend.planes, cfg.chunk_games, self.tag,
+                          generator=getattr(backend, "name", "random"), write_sgf=cfg.write_sgf,
+                          generation=cfg.generation)
+        self.writer = writer
         self.parallel_games = cfg.parallel_games
         self.search_cfg = cfg.search_config()
         self.live: dict[int, LiveGame] = {}
@@ -183,9 +189,12 @@ class Engine:
             raise self._error
 
     def close(self) -> None:
+        """Stop the batchers, the inference worker and the writer (which
+        writes whatever whole games it still holds)."""
         for bt in self.batchers.values():
             bt.close()
         self.worker.shutdown(wait=True)
+        self.writer.close()
 
     # ---- figures -------------------------------------------------------
     def status(self) -> dict:
