@@ -42,6 +42,12 @@ from .analysis import AnalyzeRequest, MoveInfo, Report, rank_moves, wilson_lcb
 from .config import MAX_BOARD, MIN_BOARD, GtpConfig
 from .timecontrol import TimeControl
 
+# GTP's node records: one per 8 edges (self-play's default is one per 32).
+# A long analysis of an endgame position, whose leaves have few legal moves,
+# fills the records first; at 1 per 8 it still holds 2 million playouts with
+# the default 16 million edges, for 48 MB.
+GTP_EDGES_PER_RECORD = 8
+
 RESIGN = -1
 CHUNK_SECONDS = 0.005  # playouts run between checks of the clock and the input
 MAX_CHUNK = 64
@@ -72,7 +78,8 @@ class Engine:
         self.rng = np.random.default_rng(None if s.seed < 0 else s.seed)
         self.search = Search(
             SearchConfig(c_init=s.c_init, c_base=s.c_base, fpu_reduction=s.fpu_reduction, fpu_root=s.fpu_root,
-                         node_capacity=s.node_capacity, reuse_tree=s.reuse_tree,
+                         node_capacity=s.node_capacity, node_records=max(s.node_capacity // GTP_EDGES_PER_RECORD, 256),
+                         reuse_tree=s.reuse_tree,
                          leaves_per_await=s.leaves_per_await),
             backend.encoder,
             rng=self.rng,
