@@ -219,7 +219,7 @@ class Engine:
         """The network's score lead and ownership (side to move) at ``pos``:
         one evaluation (the NN cache keeps no ownership)."""
         ev = self.batcher
-        planes, slot = ev.current()
+        planes, slot, _ = ev.reserve()
         self.encoder.encode(pos.rec, planes[slot])
         out = await ev.commit()
         return float(out.score[slot]), np.array(out.ownership[slot], dtype=np.float64)

@@ -37,7 +37,7 @@ class FakeBackend:
 
 
 async def request(bt: Batcher, tag: int):
-    arr, slot = bt.current()
+    arr, slot, _ = bt.reserve()
     arr[slot, 0, 0, 0] = tag
     out = await bt.commit()
     return float(out.score[slot])  # a request's row is its slot
@@ -150,7 +150,7 @@ def test_cache_returns_copies_of_rows():
         be = FakeBackend()
         bt = Batcher(be, 5, batch_size=1, timeout_ms=10_000, cache_size=4)
         bt.attach()
-        arr, slot = bt.current()
+        arr, slot, _ = bt.reserve()
         arr[slot, 0, 0, 0] = 9
         out = await bt.commit()
         bt.cache_put(1234, out, slot)
@@ -173,13 +173,13 @@ def test_a_client_with_several_requests_counts_once_when_it_blocks():
         bt.attach()
         futs = []
         for tag in (1, 2, 3):  # client A: three leaves, then it blocks
-            arr, slot = bt.current()
+            arr, slot, _ = bt.reserve()
             arr[slot, 0, 0, 0] = tag
             futs.append(bt.commit(final=False))
         bt.block()
         await asyncio.sleep(0.02)
         assert be.calls == []  # client B has not blocked: no flush yet
-        arr, slot = bt.current()
+        arr, slot, _ = bt.reserve()
         arr[slot, 0, 0, 0] = 4
         last = bt.commit()  # client B's single request: now both wait
         res = await asyncio.wait_for(asyncio.gather(*futs, last), 5)
@@ -251,6 +251,15 @@ def test_inline_batcher_runs_the_backend_on_the_loop_thread_and_keeps_the_flush_
     asyncio.run(main())
 
 
+async def one_failing_batch(bt: Batcher, size: int) -> list:
+    """``size`` clients each send one request (a full batch); their answers
+    or errors, in order."""
+    for _ in range(size):
+        bt.attach()
+    return await asyncio.wait_for(
+        asyncio.gather(*[request(bt, i + 1) for i in range(size)], return_exceptions=True), 5)
+
+
 def test_a_failing_backend_answers_every_request_of_its_batch_with_the_error():
     async def main():
         be = FakeBackend()
@@ -260,10 +269,7 @@ def test_a_failing_backend_answers_every_request_of_its_batch_with_the_error():
 
         be.run = broken
         bt = Batcher(be, 5, batch_size=3, timeout_ms=10_000)
-        for _ in range(3):
-            bt.attach()
-        res = await asyncio.wait_for(
-            asyncio.gather(*[request(bt, i + 1) for i in range(3)], return_exceptions=True), 5)
+        res = await one_failing_batch(bt, 3)
         assert [str(r) for r in res] == ["device lost"] * 3
         assert bt.waiting == 0 and bt.counters.queue_depth == 0 and bt.counters.in_flight == 0
         bt.close()
@@ -274,11 +280,8 @@ def test_a_failing_backend_answers_every_request_of_its_batch_with_the_error():
 def test_requests_flushed_to_a_shut_down_worker_fail_instead_of_waiting_forever():
     async def main():
         bt = Batcher(FakeBackend(), 5, batch_size=2, timeout_ms=10_000)
-        bt.attach()
-        bt.attach()
         bt.worker.shutdown(wait=True)
-        res = await asyncio.wait_for(
-            asyncio.gather(request(bt, 1), request(bt, 2), return_exceptions=True), 5)
+        res = await one_failing_batch(bt, 2)
         assert all(isinstance(r, RuntimeError) and "shut down" in str(r) for r in res)
         assert bt.waiting == 0 and bt.counters.in_flight == 0
         bt.close()
@@ -294,10 +297,7 @@ def test_a_failure_of_the_worker_outside_the_backend_still_answers_the_batch():
             raise MemoryError("no room for the batch")
 
         bt._run = broken_run  # fails in the worker thread, around the backend call
-        bt.attach()
-        bt.attach()
-        res = await asyncio.wait_for(
-            asyncio.gather(request(bt, 1), request(bt, 2), return_exceptions=True), 5)
+        res = await one_failing_batch(bt, 2)
         assert all(isinstance(r, MemoryError) for r in res)
         bt.close()
 

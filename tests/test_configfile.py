@@ -68,10 +68,15 @@ def test_the_same_mistake_reads_the_same_everywhere(tmp_path):
         (load_train, "[optim]\nbatch_size = 1.5\n", "[optim] batch_size"),
         (load_gtp, "[search]\nplayouts = 1.5\n", "[search] playouts"),
     ]
+    assert_each_reads(tmp_path, cases, "must be a whole number, not 1.5")
+
+
+def assert_each_reads(tmp_path, cases, problem: str) -> None:
+    """Each ``(load, file text, where)`` fails with ``<file>: <where>: <problem>``."""
     for load, text, where in cases:
         with pytest.raises(ConfigError) as e:
             load(str(write(tmp_path, text)))
-        assert str(e.value) == f"{tmp_path / 'c.toml'}: {where}: must be a whole number, not 1.5"
+        assert str(e.value) == f"{tmp_path / 'c.toml'}: {where}: {problem}"
 
 
 @pytest.mark.parametrize("name", ["selfplay-9x9.toml", "selfplay-19x19.toml"])
@@ -191,10 +196,7 @@ def test_the_same_range_mistake_reads_the_same_everywhere(tmp_path):
         (load_train, "[optim]\nbatch_size = 0\n", "[optim] batch_size"),
         (load_gtp, "[search]\nplayouts = 0\n", "[search] playouts"),
     ]
-    for load, text, where in cases:
-        with pytest.raises(ConfigError) as e:
-            load(str(write(tmp_path, text)))
-        assert str(e.value) == f"{tmp_path / 'c.toml'}: {where}: must be at least 1, not 0"
+    assert_each_reads(tmp_path, cases, "must be at least 1, not 0")
 
 
 @pytest.mark.parametrize("make, key", [

@@ -139,15 +139,11 @@ class Batcher:
         self.clients -= 1
         self._check_all_waiting()
 
-    def current(self) -> tuple[np.ndarray, int]:
-        """The filling buffer and the slot the next request will occupy."""
-        return self._cur.arr, self._cur.count
-
     def reserve(self) -> tuple[np.ndarray, int, int]:
         """The filling buffer, its next free slot, and how many requests it
         takes before it is full (at least 1)."""
         buf = self._cur
-        return buf.arr, buf.count, max(min(self._batch_size, self.max_batch) - buf.count, 1)
+        return buf.arr, buf.count, max(self._batch_size - buf.count, 1)  # (batch_size <= max_batch)
 
     def cache_get(self, key: int):
         """The NN cache's (policy [A], wdl [3], score) for ``key``, or None."""
@@ -192,10 +188,7 @@ class Batcher:
         if n >= self._batch_size:  # (batch_size <= max_batch)
             self._flush("full")
         if final:
-            buf.finals += 1
-            self.waiting += 1
-            if self.waiting >= self.clients and self._cur.count:
-                self._flush("waiting")
+            self.block()
         return fut
 
     def block(self) -> None:

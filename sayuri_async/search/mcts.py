@@ -313,7 +313,7 @@ class Search:
         self.sync(game)
         n = game.size
         spent = 0
-        if root_summary(self.ws, self.nodes)[0] == 0:
+        if self.root_children() == 0:
             await self.playout(ev)
             spent += 1
         if not allow_pass:

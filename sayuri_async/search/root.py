@@ -19,10 +19,10 @@ from .tree import tree_reset
 
 
 @njit(cache=True)
-def root_stats(ws, nodes, edges, visits, q, prior) -> int:
+def root_stats(ws, nodes, edges, visits, q, prior) -> None:
     """Write per-action visits, Q (root player's view; 0 unvisited) and prior
     of the root's children into ``[A]`` arrays; actions without a child get
-    visits 0 and prior 0. Returns the number of children."""
+    visits 0 and prior 0."""
     w = ws[0]
     root = nodes[w.root_node]
     for a in range(visits.shape[0]):
@@ -38,7 +38,6 @@ def root_stats(ws, nodes, edges, visits, q, prior) -> int:
             visits[a] = c.visits
             if c.visits > 0:
                 q[a] = c.wsum / c.visits
-    return root.nchild
 
 
 @njit(cache=True)
@@ -112,7 +111,6 @@ def choose_by_visits(visits, prior, temperature: float, u: float, policy) -> int
                 return a
             k -= 1
     return a_count - 1
-
 
 
 @njit(cache=True)

@@ -78,7 +78,7 @@ def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, stop)
-        except NotImplementedError:
+        except NotImplementedError:  # Windows' loop cannot watch signals: forward them to it
             signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop))
         except (RuntimeError, ValueError):  # not the main thread
             return
