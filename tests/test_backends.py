@@ -177,3 +177,27 @@ def test_cuda_graph_matches_eager_and_cpu(n: int) -> None:
     assert np.allclose(g1.wdl, ref["wdl"], atol=3e-2)  # bf16
     small = graph.run(buf[:3])  # another bucket
     assert np.allclose(small.policy, g1.policy[:3], atol=2e-3)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+@pytest.mark.parametrize("graphs", [True, False])
+def test_cuda_launches_queue_on_the_stream_and_collect_in_order(graphs: bool) -> None:
+    """Three batches of one bucket launched before any is collected (as the
+    worker's launcher thread does) give each its own answer, the same as
+    run() one at a time, and each reports its device time."""
+    net = tiny_net(4)
+    be = TorchBackend(net, device="cuda:0", max_batch=16, use_cuda_graphs=graphs)
+    batches = [encoded_batch(be, 9, 16, seed=s)[0] for s in (1, 2, 3)]
+    alone = [be.run(np.ascontiguousarray(b)) for b in batches]
+    collects = [be.launch(np.ascontiguousarray(b)) for b in batches]
+    queued = [c() for c in collects]
+    for a, q in zip(alone, queued):
+        assert np.array_equal(a.policy, q.policy) and np.array_equal(a.wdl, q.wdl)
+        assert q.device_s is not None and q.device_s > 0
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+def test_cuda_measure_rates_times_each_bucket() -> None:
+    be = TorchBackend(tiny_net(4), device="cuda:0", max_batch=32)
+    rates = be.measure_rates(9, 32)
+    assert set(rates) == {1, 2, 4, 8, 16, 32, 64, 128} and all(v > 0 for v in rates.values())

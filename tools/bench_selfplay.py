@@ -3,10 +3,14 @@
 
 With the random backend (no network work) it measures the CPU cost of one
 request in self-play (search + features + queue) in one process: the central
-figure of DESIGN.md. With ``--backend torch`` it measures evals/s,
+figure of docs/engine.md. With ``--backend torch`` it measures evals/s,
 avgBatchSize and GPU busy % with a random-weights network of the given size,
-for each ``--procs`` value, against the forward-only ceiling in
-``../shared/gpu_ceiling_h200.json`` when the device is CUDA.
+for each ``--procs`` value. With ``--backend model`` the device model
+(``sayuri_async/net/device_model.py``) holds one modeled device for the
+measured forward time of ``--net`` (a row of ``--device-table``, the shipped
+H200 table by default) at the padded batch size: the GPU side of scheduling,
+without a GPU. Every run reports device efficiency (nnEvals/s over the
+device's best evals/s, measured by the backend at warm-up) and batch fill.
 
 Warm-up (numba loading, CUDA graph capture, the first moves) is excluded:
 figures come from the counters between ``--warmup`` and ``--warmup +
@@ -30,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sayuri_async.infer.stats import rates  # noqa: E402
+from sayuri_async.infer.stats import add_efficiency, rates  # noqa: E402
 from sayuri_async.search.mcts import SearchConfig  # noqa: E402
 from sayuri_async.selfplay.config import SelfplayConfig  # noqa: E402
 from sayuri_async.selfplay.report import aggregate  # noqa: E402
@@ -42,6 +46,7 @@ def make_cfg(a, out: str, procs: int) -> SelfplayConfig:
         timeout_ms=a.timeout_ms, playouts=a.playouts, reduce_playouts=0, reduce_playouts_prob=0.0,
         random_moves_factor=0.0, chunk_games=10_000, write_sgf=False, out=out, procs=procs,
         device=a.device, weights=a.weights or "", seed=1, inline_cheap_backend=a.inline,
+        device_model=a.net, device_table=a.device_table, encoder=a.encoder, batches_in_flight=a.batches_in_flight,
         search=SearchConfig(node_capacity=a.node_capacity, leaves_per_await=a.leaves_per_await),
     )
 
@@ -68,7 +73,7 @@ def bench_inprocess(a, cfg: SelfplayConfig) -> dict:
         req = s1["counters"]["requests"] - s0["counters"]["requests"]
         r["cpu_us_per_request"] = 1e6 * (c1 - c0) / max(req, 1)
         r["loop"] = loop_name
-        return r
+        return add_efficiency(r, s1["device_best"], cfg.batch_size)
 
     try:
         return asyncio.run(main())
@@ -109,7 +114,7 @@ def bench_multiprocess(a, cfg: SelfplayConfig) -> dict:
         raise SystemExit("bench_selfplay: the run ended before the measurement window")
     f, l = rec.first, rec.last
     r = rates(f["counters"], l["counters"], l["elapsed"] - f["elapsed"], l["loop_cpu_s"] - f["loop_cpu_s"], l["loops"])
-    return r
+    return add_efficiency(r, l["device_best"], cfg.batch_size)
 
 
 def random_weights(a, tmp: str) -> str:
@@ -122,20 +127,11 @@ def random_weights(a, tmp: str) -> str:
     return path
 
 
-def ceiling(a) -> dict | None:
-    p = Path(a.ceiling)
-    if not p.is_file():
-        return None
-    try:
-        return json.loads(p.read_text())
-    except json.JSONDecodeError:
-        return None
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--board", type=int, default=9)
-    ap.add_argument("--backend", choices=["random", "torch"], default="random")
+    ap.add_argument("--backend", choices=["random", "torch", "model"], default="random",
+                    help="random network, a torch net of --blocks/--channels, or the device model of --net")
     ap.add_argument("--procs", type=int, nargs="+", default=[1])
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--warmup", type=float, default=3.0)
@@ -153,8 +149,17 @@ def main() -> int:
     ap.add_argument("--weights", help="weights file (torch backend); random weights of --blocks/--channels otherwise")
     ap.add_argument("--blocks", type=int, default=6)
     ap.add_argument("--channels", type=int, default=96)
-    ap.add_argument("--ceiling", default=str(ROOT.parent / "shared" / "gpu_ceiling_h200.json"))
+    ap.add_argument("--net", default="20b256c", help="device model: the net (NET or NET/MODE) in --device-table")
+    ap.add_argument("--device-table", default="", help="device model: forward times (default: the shipped H200 table)")
+    ap.add_argument("--encoder", default="", help="planes of the random network / device model (default simple-v1)")
+    ap.add_argument("--batches-in-flight", type=int, default=2, help="batches handed to the device at a time")
+    ap.add_argument("--switch-interval-ms", type=float, default=0.0,
+                    help="sys.setswitchinterval for the run (0: the engine's default)")
     a = ap.parse_args()
+    if a.switch_interval_ms > 0:
+        sys.setswitchinterval(a.switch_interval_ms / 1000.0)
+    if a.backend == "model" and not a.device.startswith("model"):
+        a.device = "model"
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         if a.backend == "torch" and not a.weights:
@@ -168,24 +173,25 @@ def main() -> int:
             r["procs"] = procs
             results.append(r)
             cpu = f"  cpu/request {r['cpu_us_per_request']:.1f} us" if "cpu_us_per_request" in r else ""
+            eff = r.get("device_efficiency")
+            eff_txt = f"  efficiency {eff:.2f} of {r['device_best']:.0f}" if eff is not None else ""
+            flush = " ".join(f"{k} {v:.0%}" for k, v in r["flush_share"].items())
             print(
                 f"board {a.board} backend {a.backend} procs {procs}: nnEvals/s {r['nnEvals/s']:.0f}  "
-                f"avgBatchSize {r['avgBatchSize']:.1f}/{a.batch_size}  "
-                f"{'GPU' if a.device.startswith('cuda') else 'backend'} busy {r['gpu_busy']:.0%}  "
-                f"loop busy {r['loop_busy']:.0%}  playouts/s {r['playouts/s']:.0f}{cpu}",
+                f"avgBatchSize {r['avgBatchSize']:.1f}/{a.batch_size} (fill {r['batch_fill']:.2f}){eff_txt}  "
+                f"{'backend' if a.device == 'cpu' else 'GPU'} busy {r['gpu_busy']:.0%}  "
+                f"loop busy {r['loop_busy']:.0%}  playouts/s {r['playouts/s']:.0f}{cpu}  flush: {flush}",
                 flush=True,
             )
     out = {
         "board": a.board, "backend": a.backend, "playouts": a.playouts, "parallel_games": a.parallel_games,
         "batch_size": a.batch_size, "leaves_per_await": a.leaves_per_await, "inline": a.inline, "device": a.device,
-        "net": None if a.backend == "random" else f"{a.blocks}b{a.channels}c",
+        "net": {"random": None, "torch": f"{a.blocks}b{a.channels}c", "model": a.net}[a.backend],
+        "batches_in_flight": a.batches_in_flight,
         "cpu_us_per_request": results[0].get("cpu_us_per_request"),
         "runs": [{k: v for k, v in r.items() if k != "flush_share"} | {"flush_share": r["flush_share"]}
                  for r in results],
     }
-    ceil = ceiling(a)
-    if ceil is not None and a.backend == "torch" and a.device.startswith("cuda"):
-        out["ceiling_file"] = a.ceiling
     print(json.dumps(out))
     return 0
 

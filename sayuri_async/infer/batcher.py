@@ -4,7 +4,7 @@ Vocabulary
 ----------
 client     a game coroutine attached to the batcher. It commits requests,
            then blocks until they are answered; the batcher counts blocked
-           clients (``waiting``) for the "every client waits" rule.
+           clients (``waiting``) for the "every client waits" trigger.
 request    one position: the client writes its planes straight into a slot of
            the filling buffer. ``reserve()`` gives the buffer, the next free
            slot and how many slots are left before the batch is full; a
@@ -15,16 +15,28 @@ request    one position: the client writes its planes straight into a slot of
            written to. Nothing is copied on the way.
 buffer     a ``[max_batch, C, N, N]`` uint8 input array (pinned on CUDA). One
            fills on the loop while earlier ones run in the worker thread.
-flush      sending the filling buffer to the backend: when ``batch_size``
-           requests wait ("full"), at once when every attached client is
-           waiting ("waiting": nothing more can arrive), or when the oldest
-           request has waited ``timeout_ms`` ("timeout").
+flush      the filling buffer leaves for the device (``infer/dispatch.py``).
+           The rule (``../docs/engine.md``, "The flush rule"):
+           - "full": ``batch_size`` requests: it leaves at once (behind the
+             batches already handed, if the device has its ``bound``);
+           - a *partial* buffer leaves only into an idle slot of the device
+             (``Dispatch.idle_slot``: the device would otherwise run dry),
+             and then only when every attached client is waiting
+             ("waiting": nothing more can arrive) or its oldest request has
+             waited ``timeout_ms`` ("timeout"). A trigger that comes while
+             the device has work is not lost: ``poll()`` runs again when a
+             batch comes back, and the games answered by it have joined the
+             filling buffer by then, so groups of games merge.
 worker     one thread per device (``infer/worker.py``; batchers on the same
-           device share it) runs ``backend.run``; the event loop never blocks
-           on it, so while batch k runs, batch k+1 fills.
+           device share it and its dispatch) runs ``backend.run``; the event
+           loop never blocks on it, so while batch k runs, batch k+1 fills.
 inline     with ``inline=True`` (for a ``cheap`` backend: the random network)
-           the loop runs the batch itself at the flush and answers it on its
-           next turn: no thread handoff, which costs more than such a batch.
+           the loop runs the batch itself when it is handed and answers it on
+           its next turn: no thread handoff, which costs more than such a
+           batch.
+busy time  per batch, the device's own time where the backend reports it
+           (``NetOutput.device_s``: CUDA events, the device model's clock),
+           else the wall time of ``backend.run``.
 NN cache   ``nn_cache`` (``infer/cache.py``): answers by position key, read and
            written by the compiled search itself; ``cache_get``/``cache_put``
            reach it from Python. It has no slots when ``cache_size`` is 0.
@@ -39,6 +51,7 @@ from functools import partial
 import numpy as np
 
 from .cache import NNCache
+from .dispatch import Dispatch
 from .stats import Counters
 from .worker import Worker
 
@@ -82,6 +95,8 @@ class Batcher:
         self.inline = inline
         self.worker = worker or (None if inline else Worker())
         self._own_worker = worker is None and not inline
+        self.dispatch = self.worker.dispatch if self.worker is not None else Dispatch(None)
+        self.dispatch.add_feeder(self)
         self.counters = counters or Counters()
         self.clients = 0
         self.waiting = 0
@@ -91,7 +106,6 @@ class Batcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.cache_size = cache_size
         self.nn_cache = NNCache(cache_size, board_size)
-        self._closed = False
         self._last: _Buffer | None = None  # the buffer of the latest commit
 
     # ---- settings ------------------------------------------------------
@@ -137,7 +151,7 @@ class Batcher:
 
     def detach(self) -> None:
         self.clients -= 1
-        self._check_all_waiting()
+        self.poll()
 
     def reserve(self) -> tuple[np.ndarray, int, int]:
         """The filling buffer, its next free slot, and how many requests it
@@ -196,16 +210,33 @@ class Batcher:
         as waiting until the batch holding its last request comes back."""
         self._last.finals += 1
         self.waiting += 1
-        self._check_all_waiting()
+        if self.waiting >= self.clients:
+            self.poll()
 
-    def _check_all_waiting(self) -> None:
-        if self._cur.count and self.waiting >= self.clients:
+    def poll(self, returned: bool = False) -> None:
+        """Send the partial filling buffer if the device has an idle slot
+        and every client waits or the oldest request has waited
+        ``timeout_ms`` (the flush rule above); otherwise keep filling.
+        ``returned``: a batch just came back (``Dispatch.finished``); its
+        games are about to join this buffer, so the timeout sends it only
+        when the device has nothing left at all."""
+        buf = self._cur
+        if not buf.count or not self.dispatch.idle_slot():
+            return
+        if self.waiting >= self.clients:
             self._flush("waiting")
+        elif (self.timeout_ms is not None and time.perf_counter() - buf.t_first >= self.timeout_ms / 1000.0
+              and (not returned or self.dispatch.handed == 0)):
+            self._flush("timeout")
 
     def _on_timeout(self, buf: _Buffer) -> None:
         self._timer = None
-        if buf is self._cur and buf.count:
+        if buf is not self._cur or not buf.count:
+            return
+        if self.dispatch.idle_slot():
             self._flush("timeout")
+        elif self._loop is not None and self.timeout_ms:  # held behind the device's work: look again later
+            self._timer = self._loop.call_later(self.timeout_ms / 1000.0, self._on_timeout, buf)
 
     # ---- flushing ------------------------------------------------------
     def _flush(self, reason: str) -> None:
@@ -222,24 +253,30 @@ class Batcher:
         c.queue_wait_s += count * now - buf.t_sum
         c.in_flight += 1
         loop = self._loop or asyncio.get_running_loop()
-        done = partial(self._done, buf, count, reason)
-        if self.inline:
-            loop.call_soon(done, self._run(buf.arr, count), None)
-            return
-        try:
-            self.worker.submit(loop, self._run, (buf.arr, count), done)
-        except Exception as e:  # the worker is shut down: answer the batch with the error
-            loop.call_soon(done, None, e)
+        self.dispatch.send(loop, self._launch, (buf.arr, count), partial(self._done, buf, count, reason))
 
-    def _run(self, arr: np.ndarray, count: int) -> tuple:
-        """``(output, error, busy seconds)`` for a batch (in the worker
-        thread, or on the loop when inline); ``_done`` gets it on the loop."""
+    def _launch(self, arr: np.ndarray, count: int):
+        """Start a batch on the backend (in the worker thread, or on the
+        loop when inline); returns ``collect() -> (output, error, busy
+        seconds)``, which waits for it. ``_done`` gets that on the loop."""
         t0 = time.perf_counter()
         try:
-            out, exc = self.backend.run(arr[:count]), None
+            wait = self.backend.launch(arr[:count])
         except BaseException as e:  # the batch's requests get it, not the thread
-            out, exc = None, e
-        return out, exc, time.perf_counter() - t0
+            failed = (None, e, 0.0)
+            return lambda: failed
+        launched_s = time.perf_counter() - t0
+
+        def collect() -> tuple:
+            t1 = time.perf_counter()
+            try:
+                out = wait()
+            except BaseException as e:
+                return None, e, 0.0
+            busy = out.device_s
+            return out, None, (launched_s + time.perf_counter() - t1) if busy is None else busy
+
+        return collect
 
     def _done(self, buf: _Buffer, count: int, reason: str, result, worker_exc: BaseException | None) -> None:
         """On the loop: answer every request of ``buf`` with the batch's
@@ -259,14 +296,15 @@ class Batcher:
         if exc is not None:
             if not fut.done():
                 fut.set_exception(exc)
-            return
-        c.add_batch(count, reason, busy)
-        if not fut.done():
-            fut.set_result(out)
+        else:
+            c.add_batch(count, reason, busy)
+            if not fut.done():
+                fut.set_result(out)
+        self.dispatch.finished()  # after the answer: its games are no longer waiting
 
     def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        self.dispatch.remove_feeder(self)
         if self._own_worker:
             self.worker.shutdown(wait=True)
-        self._closed = True

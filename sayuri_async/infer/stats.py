@@ -9,9 +9,9 @@ avgBatchSize   nnEvals / nnBatches over the window.
 flush reasons  why each batch left: "full" (batch_size reached), "waiting"
                (every live game was waiting: nothing more could arrive),
                "timeout" (the oldest request waited timeout_ms).
-GPU busy %     time with a batch in the backend (worker thread clock) over wall
-               time; the backend is serial per device, so intervals never
-               overlap.
+GPU busy %     the device's busy time over wall time: CUDA events on CUDA, the
+               device model's own clock, the worker thread's time in the
+               backend otherwise (which also counts its waits for the GIL).
 loop busy %    CPU time of the event-loop thread over wall time (the loop is
                idle in select() otherwise).
 loop us per request
@@ -19,6 +19,14 @@ loop us per request
                search + features + queue cost of one request. One process
                can make at most 1e6 / that many requests per second.
 queue wait     mean time from a request's commit to its batch's dispatch.
+device efficiency
+               nnEvals/s over the device's best evals/s (``device_best``:
+               the best full-bucket rate the backend measured at warm-up,
+               times the number of devices): the figure that small batches
+               cannot hide, since a device busy 100% of the time on batches
+               of 8 still scores low. None without a device (the random
+               network).
+batch fill     avgBatchSize over ``batch_size``.
 Counters only grow; ``Snapshot`` freezes them, ``rates(a, b)`` turns two
 snapshots into per-second figures. Plain dicts travel between processes.
 """
@@ -118,6 +126,15 @@ def rates(a: dict, b: dict, dt: float, loop_cpu_s: float = 0.0, loops: int = 1) 
         "queue_depth": b.get("queue_depth", 0),
         "in_flight": b.get("in_flight", 0),
     }
+
+
+def add_efficiency(r: dict, device_best: float, batch_size: int, devices: int = 1) -> dict:
+    """Add ``device_efficiency`` and ``batch_fill`` to figures ``r``."""
+    best = device_best * max(devices, 1)
+    r["device_best"] = best
+    r["device_efficiency"] = r["nnEvals/s"] / best if best > 0 else None
+    r["batch_fill"] = r["avgBatchSize"] / batch_size if batch_size > 0 else 0.0
+    return r
 
 
 class LoopClock:

@@ -3,10 +3,22 @@ the order they were sent, off the event loop.
 
 Vocabulary
 ----------
-job        ``(loop, fn, args, done)``: the worker runs ``fn(*args)`` and then
-           schedules ``done(result, error)`` on ``loop`` (one of them None).
-Worker     the thread and its job queue. Batchers on one device share one
-           worker, so their batches never overlap on the device.
+job        ``(loop, launch, args, done)``: the worker calls ``launch(*args)``,
+           which starts the work and returns ``collect``, a callable that
+           waits for it and returns the result; then the worker schedules
+           ``done(result, error)`` on ``loop`` (one of them None).
+pipeline   two threads: the launcher calls ``launch`` as soon as a job is
+           submitted, the collector calls each ``collect`` in launch order and
+           answers the loop. So a device that queues work (a CUDA stream, the
+           device model) has batch k+1 queued behind batch k however late
+           the collector wakes up or gets the GIL back after batch k; a
+           backend that cannot queue runs the batch inside ``launch`` and its
+           ``collect`` just returns it. How many batches are launched at a
+           time is the dispatch's ``bound``.
+Worker     the threads and their queues. Batchers on one device share one
+           worker, so their batches never overlap on the device, and its
+           ``dispatch`` (``infer/dispatch.py``), which bounds how many
+           batches are handed to it at a time.
 
 Why not ``loop.run_in_executor``: each call there builds a
 ``concurrent.futures.Future``, an asyncio future chained to it and two
@@ -23,6 +35,8 @@ import threading
 import weakref
 from typing import Any, Callable
 
+from .dispatch import DEFAULT_BOUND, Dispatch
+
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
 
 
@@ -36,29 +50,47 @@ def _join_all() -> None:
 
 
 class Worker:
-    def __init__(self, name: str = "infer") -> None:
+    def __init__(self, name: str = "infer", bound: int = DEFAULT_BOUND) -> None:
+        self.dispatch = Dispatch(self, bound)
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._launched: queue.SimpleQueue = queue.SimpleQueue()  # (loop, done, collect, error), or None
+        self._threads = [threading.Thread(target=self._launch_all, name=f"{name}-launch", daemon=True),
+                         threading.Thread(target=self._collect_all, name=f"{name}-collect", daemon=True)]
         self._closed = False
-        self._thread.start()
+        for t in self._threads:
+            t.start()
         _LIVE.add(self)
 
-    def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable, args: tuple,
+    def submit(self, loop: asyncio.AbstractEventLoop, launch: Callable[..., Callable[[], Any]], args: tuple,
                done: Callable[[Any, BaseException | None], None]) -> None:
         if self._closed:
             raise RuntimeError("inference worker is shut down")
-        self._jobs.put((loop, fn, args, done))
+        self._jobs.put((loop, launch, args, done))
 
-    def _main(self) -> None:
+    def _launch_all(self) -> None:
         while True:
             job = self._jobs.get()
             if job is None:
+                self._launched.put(None)
                 return
-            loop, fn, args, done = job
+            loop, launch, args, done = job
             try:
-                result, error = fn(*args), None
+                self._launched.put((loop, done, launch(*args), None))
             except BaseException as e:  # handed to the loop, which fails the batch's requests
-                result, error = None, e
+                self._launched.put((loop, done, None, e))
+
+    def _collect_all(self) -> None:
+        while True:
+            item = self._launched.get()
+            if item is None:
+                return
+            loop, done, collect, error = item
+            result = None
+            if error is None:
+                try:
+                    result = collect()
+                except BaseException as e:
+                    error = e
             try:
                 loop.call_soon_threadsafe(done, result, error)
             except RuntimeError:
@@ -69,5 +101,7 @@ class Worker:
         if not self._closed:
             self._closed = True
             self._jobs.put(None)
-        if wait and threading.current_thread() is not self._thread:
-            self._thread.join()
+        if wait:
+            for t in self._threads:
+                if threading.current_thread() is not t:
+                    t.join()

@@ -11,8 +11,12 @@ NetOutput   numpy results for a batch: ``policy [B, A]`` probabilities over
             the side to move), ``score [B]`` lead in points for the side to
             move, ``ownership [B, N*N]`` in [-1, 1] (+1 = side to move).
 run         ``Backend.run(batch) -> NetOutput``; blocking; call it from ONE
-            worker thread (``asyncio.to_thread``) while the loop runs. The
+            worker thread (``infer/worker.py``) while the loop runs. The
             returned arrays are fresh (not reused by the next call).
+launch      ``Backend.launch(batch) -> collect``: the same in two steps, so
+            the worker can queue batch k+1 on the device before it waits for
+            batch k; ``collect()`` returns the NetOutput. By default the
+            batch runs inside ``launch``.
 alloc_input ``Backend.alloc_input(max_batch, n)``: a uint8 buffer
             ``[max_batch, C, n, n]`` (page-locked on CUDA) the batcher
             encodes requests into; pass ``buf[:B]`` to ``run``.
@@ -21,6 +25,16 @@ bucket      on CUDA a batch is padded up to the next bucket size (powers of
             the next power of two), and each (board size, bucket) gets its
             own CUDA graph, captured on first use (or ahead of time with
             ``warmup``). ``max_batch`` is a sizing hint, not a limit.
+rates       ``Backend.measure_rates(n, batch_size) -> {bucket: evals/s}``:
+            the backend's own speed on full buckets, measured at warm-up
+            (CUDA: each captured graph, timed with CUDA events; CPU torch: a
+            few batch sizes; the device model: its table; the random
+            network: nothing, it has no ceiling). The best of them is the
+            denominator of the engine's device efficiency.
+device_s    ``NetOutput.device_s``: the device's own busy time for the batch
+            where the backend knows it (CUDA events, the device model's
+            clock), so the busy figure does not count the worker thread's
+            waits for the GIL.
 
 RandomBackend has no weights and does no torch work: a uniform policy with
 small noise (so ties break randomly), a neutral value, zero score and
@@ -29,9 +43,11 @@ ownership. It exists to measure the CPU cost of search.
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -44,6 +60,9 @@ class NetOutput:
     wdl: np.ndarray  # [B, 3] float32 probabilities: win, draw, loss
     score: np.ndarray  # [B] float32 points, side to move
     ownership: np.ndarray  # [B, N*N] float32 in [-1, 1], side to move
+    # seconds the device itself was busy with this batch (CUDA events, the
+    # device model's clock); None where only the caller's wall time is known
+    device_s: float | None = None
 
     def __len__(self) -> int:
         return int(self.policy.shape[0])
@@ -71,12 +90,26 @@ class Backend(ABC):
     def run(self, batch: np.ndarray) -> NetOutput:  # [B, C, N, N] uint8
         """Evaluate a batch (every backend defines this)."""
 
+    def launch(self, batch: np.ndarray) -> Callable[[], NetOutput]:
+        """Start evaluating ``batch``; the returned ``collect()`` waits for
+        and returns its NetOutput. A device that queues work (a CUDA
+        stream, the device model) returns at once, so the worker can launch
+        the next batch behind it; here the batch runs now. Calls are
+        serial, and ``collect``s are called in launch order."""
+        out = self.run(batch)
+        return lambda: out
+
     def alloc_input(self, max_batch: int, n: int) -> np.ndarray:
         """uint8 ``[max_batch, C, n, n]`` for the batcher to fill."""
         return np.zeros((max_batch, self.planes, n, n), dtype=np.uint8)
 
     def warmup(self, sizes: list[int], batches: list[int] | None = None) -> None:
         """Compile or capture whatever the first real call would (no-op here)."""
+
+    def measure_rates(self, n: int, batch_size: int) -> dict[int, float]:
+        """evals/s of full batches per bucket on board ``n`` (none here: no
+        device whose speed bounds the engine)."""
+        return {}
 
     def close(self) -> None:
         """Release device resources (no-op here)."""
@@ -268,27 +301,42 @@ class TorchBackend(Backend):
         return policy, wdl, out["score"].float(), out["ownership"].float()
 
     def run(self, batch: np.ndarray) -> NetOutput:
+        return self.launch(batch)()
+
+    def launch(self, batch: np.ndarray) -> Callable[[], NetOutput]:
+        """CPU: runs the batch now. CUDA: queues the input copy, the forward
+        (a graph replay or eager kernels) and the output copies on the
+        backend's stream, between two timing events, and returns at once;
+        ``collect`` waits for the end event and reads the outputs."""
         import torch
 
         b, n = self._check(batch)
         with self._lock, torch.inference_mode():
             if not self.is_cuda:
                 p, w, s, o = self._forward(torch.from_numpy(np.ascontiguousarray(batch)))
-                return NetOutput(p.numpy(), w.numpy(), s.numpy(), o.numpy())
+                out = NetOutput(p.numpy(), w.numpy(), s.numpy(), o.numpy())
+                return lambda: out
             if self.use_cuda_graphs:
-                return self._graph(n, self.bucket(b)).run(batch)
+                return self._graph(n, self.bucket(b)).launch(batch)
             return self._eager_cuda(batch)
 
-    def _eager_cuda(self, batch: np.ndarray) -> NetOutput:
+    def _eager_cuda(self, batch: np.ndarray) -> Callable[[], NetOutput]:
         import torch
 
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with torch.cuda.stream(self.stream):
+            start.record(self.stream)
             src = torch.from_numpy(np.ascontiguousarray(batch))
             x = src.to(self.torch_device, non_blocking=True)
             outs = self._forward(x)
             host = [t.to("cpu", non_blocking=True) for t in outs]
-        self.stream.synchronize()
-        return NetOutput(*[t.numpy() for t in host])
+            end.record(self.stream)
+
+        def collect() -> NetOutput:
+            end.synchronize()
+            return NetOutput(*[t.numpy() for t in host], device_s=start.elapsed_time(end) / 1000.0)
+
+        return collect
 
     def _graph(self, n: int, bucket: int) -> "_Graph":
         g = self._graphs.get((n, bucket))
@@ -313,7 +361,43 @@ class TorchBackend(Backend):
                     if self.use_cuda_graphs:
                         self._graph(n, b)
                     else:
-                        self._eager_cuda(np.zeros((b, self.planes, n, n), dtype=np.uint8))
+                        self._eager_cuda(np.zeros((b, self.planes, n, n), dtype=np.uint8))()
+
+    def measure_rates(self, n: int, batch_size: int) -> dict[int, float]:
+        """evals/s of full buckets on board ``n``. CUDA: every bucket up to
+        four times ``batch_size``'s (at most 1024), each captured graph timed
+        with CUDA events over a few replays. CPU: batch 1, 8 and
+        ``batch_size``, skipping sizes whose run would take over a second."""
+        import torch
+
+        top = self.bucket(batch_size)
+        if self.is_cuda:
+            sizes = default_buckets(min(4 * top, max(1024, top)))
+        else:
+            sizes = sorted({1, min(8, top), top})
+        rates: dict[int, float] = {}
+        with torch.inference_mode():
+            for b in sizes:
+                x = np.zeros((b, self.planes, n, n), dtype=np.uint8)
+                if not self.is_cuda:
+                    per_eval = 1.0 / rates[min(rates)] if rates else 0.0
+                    if per_eval * b > 1.0:
+                        continue
+                    self.run(x)  # warm
+                    t0 = time.perf_counter()
+                    reps = 2
+                    for _ in range(reps):
+                        self.run(x)
+                    rates[b] = b * reps / max(time.perf_counter() - t0, 1e-9)
+                    continue
+                self.run(x)  # captures the graph (or warms the eager path)
+                reps, total = 5, 0.0
+                for _ in range(reps):
+                    out = self.run(x)
+                    total += out.device_s or 0.0
+                if total > 0:
+                    rates[b] = b * reps / total
+        return rates
 
     def close(self) -> None:
         """Drop the CUDA graphs (pinned input buffers stay valid: callers may
@@ -340,7 +424,8 @@ class _Graph:
                 torch.zeros((bucket,), dtype=torch.float32, device=dev),
                 torch.zeros((bucket, n * n), dtype=torch.float32, device=dev),
             ]
-            self.host = [torch.zeros(t.shape, dtype=torch.float32, pin_memory=True) for t in self.out]
+            self.sets: list[_HostSet] = []
+            self._sets_lock = threading.Lock()
             self.graph = torch.cuda.CUDAGraph()
             stream = be.stream
             stream.wait_stream(torch.cuda.current_stream(dev))
@@ -356,25 +441,72 @@ class _Graph:
         for dst, src in zip(self.out, self.be._forward(self.x)):
             dst.copy_(src)
 
-    def run(self, batch: np.ndarray) -> NetOutput:
+    def _host_set(self) -> "_HostSet":
+        """A free set of pinned output buffers and timing events (a new one
+        when every set holds a launched batch not yet collected)."""
+        with self._sets_lock:
+            for h in self.sets:
+                if not h.busy:
+                    h.busy = True
+                    return h
+            h = _HostSet(self.out)
+            h.busy = True
+            self.sets.append(h)
+            return h
+
+    def launch(self, batch: np.ndarray) -> Callable[[], NetOutput]:
         import torch
 
         b = batch.shape[0]
         stream = self.be.stream
+        h = self._host_set()
         with torch.cuda.stream(stream):
+            h.start.record(stream)
             src = torch.from_numpy(np.ascontiguousarray(batch))
             self.x[:b].copy_(src, non_blocking=True)  # rows b.. keep stale data: padding
             self.graph.replay()
-            for h, d in zip(self.host, self.out):
-                h[:b].copy_(d[:b], non_blocking=True)
-        stream.synchronize()
-        return NetOutput(*[h[:b].numpy().copy() for h in self.host])
+            for dst, d in zip(h.host, self.out):
+                dst[:b].copy_(d[:b], non_blocking=True)
+            h.end.record(stream)
+
+        def collect() -> NetOutput:
+            h.end.synchronize()
+            out = NetOutput(*[t[:b].numpy().copy() for t in h.host], device_s=h.start.elapsed_time(h.end) / 1000.0)
+            h.busy = False
+            return out
+
+        return collect
+
+
+class _HostSet:
+    """Pinned host copies of a graph's outputs and the timing events of one
+    launched batch: a graph has as many as it has batches launched at once
+    (the stream runs them in order, so the device-side outputs can be shared,
+    the host copies cannot)."""
+
+    def __init__(self, outs: list) -> None:
+        import torch
+
+        self.host = [torch.zeros(t.shape, dtype=torch.float32, pin_memory=True) for t in outs]
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+        self.busy = False
 
 
 def make_backend(weights: str | None, device: str = "cpu", encoder: str = DEFAULT_ENCODER,
-                 seed: int | None = None, **kw) -> Backend:
-    """``RandomBackend`` when ``weights`` is None, else ``TorchBackend``
-    (``kw``: dtype, max_batch, use_cuda_graphs, threads, buckets)."""
+                 seed: int | None = None, device_model: str = "", device_table: str = "", **kw) -> Backend:
+    """``DeviceModelBackend`` when ``device`` is ``model`` or ``model:K``
+    (net ``device_model`` in ``device_table``), ``RandomBackend`` when
+    ``weights`` is None, else ``TorchBackend`` (``kw``: dtype, max_batch,
+    use_cuda_graphs, threads, buckets)."""
+    from .device_model import DeviceModelBackend, DeviceModelError, device_index
+
+    if device_index(device) is not None:
+        if weights:
+            raise DeviceModelError(f"device {device} models a GPU and answers as the random network: "
+                                   f"it takes no weights ({weights})")
+        return DeviceModelBackend(device_model or "20b256c", device_table or None, device=device, encoder=encoder,
+                                  seed=seed, max_batch=kw.get("max_batch", 256))
     if weights is None:
         rkw = {k: v for k, v in kw.items() if k in ("noise", "pool", "max_batch")}
         return RandomBackend(encoder=encoder, seed=seed, **rkw)

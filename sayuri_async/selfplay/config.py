@@ -26,6 +26,7 @@ resign_threshold    resign when the root winrate stays below it for
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from ..configfile import at_least, check_tables, fill, read_toml, require, within
@@ -42,6 +43,7 @@ class SelfplayConfig:
     parallel_games: int = 64
     batch_size: int = 32
     timeout_ms: float = 5.0
+    batches_in_flight: int = 2  # batches handed to the device at a time: one running, one ready behind it
     cache_size: int = 0
     playouts: int = 100
     reduce_playouts: int = 0
@@ -59,7 +61,10 @@ class SelfplayConfig:
     writer_process: bool = True  # SGF and chunks written by a process of their own, off the event loop
     seed: int = 0  # 0: a fresh seed each run
     weights: str = ""
-    device: str = "cpu"
+    device: str = "cpu"  # cpu, cuda:K, model or model:K (the device model), or a list of them
+    device_model: str = "20b256c"  # the device model's net (NET or NET/MODE) in device_table
+    device_table: str = ""  # forward times of the device model ("": the shipped H200 table)
+    encoder: str = ""  # planes of the random network and the device model ("": simple-v1); a net has its own
     procs: int = 1
     out: str = "runs/selfplay"
     generation: int = 0  # written into chunk names (the RL loop's generation)
@@ -89,8 +94,16 @@ class SelfplayConfig:
             require(7 <= s <= 19, "board_sizes", f"must all be in 7..19, not {s}")
         require(not self.board_size_weights or len(self.board_size_weights) == len(self.board_sizes),
                 "board_size_weights", "needs one weight per board size")
-        at_least(self, 1, "parallel_games", "batch_size", "playouts", "chunk_games", "procs")
+        at_least(self, 1, "parallel_games", "batch_size", "playouts", "chunk_games", "procs", "batches_in_flight")
         at_least(self, 0, "timeout_ms", "komi_stddev", "num_games", "cache_size")
+        for d in self.device.split(","):
+            require(re.fullmatch(r"\s*(cpu|cuda(:\d+)?|model(:\d+)?)\s*", d) is not None, "device",
+                    f"must be cpu, cuda, cuda:K, model or model:K (a list joined by commas), not {d.strip()!r}")
+        if self.encoder:
+            from ..features import ENCODERS
+
+            require(self.encoder in ENCODERS, "encoder", f"must be one of {', '.join(sorted(ENCODERS))}, "
+                                                         f"not {self.encoder!r}")
         within(self, "[0, 1]", "reduce_playouts_prob", "pass_after_factor", "resign_discard_prob")
         within(self, "[0, 1)", "resign_threshold")
 

@@ -13,8 +13,12 @@ worker      a coroutine that plays games one after another; workers above the
             when it grows.
 status      ``engine.status()``: a plain dict (it crosses process
             boundaries) with the merged counters, the loop's CPU time, the
-            live settings and the games in progress. ``infer/stats.rates``
-            turns two of them into the figures the TUI shows.
+            live settings, the games in progress and the device's own
+            speed (``device_rates``: evals/s per full bucket, measured by the
+            backend when the run starts, on the largest board;
+            ``device_best``: the best of them, 0 for the random network).
+            ``selfplay/report.figures`` turns two of them into the figures
+            the TUI shows.
 controls    ``set_batch_size``, ``set_parallel_games``, ``set_timeout_ms``,
             ``pause``/``resume``, ``stop``: take effect at once (the batcher
             switches size at its next flush).
@@ -48,7 +52,7 @@ class Engine:
         seed = cfg.seed or int.from_bytes(os.urandom(8), "little")
         self.rng = np.random.default_rng([seed, os.getpid()])
         self.num_games = cfg.num_games if num_games is None else num_games
-        self.worker = Worker(name=f"infer-{backend.device}")
+        self.worker = Worker(name=f"infer-{backend.device}", bound=cfg.batches_in_flight)
         max_batch = max(cfg.batch_size, 1)
         inline = cfg.inline_cheap_backend and getattr(backend, "cheap", False)
         self.batchers = {
@@ -75,6 +79,7 @@ class Engine:
         self._clock: LoopClock | None = None
         self._t0 = time.perf_counter()
         self._done: asyncio.Event | None = None
+        self.device_rates: dict[int, float] = {}
         weights = np.asarray(cfg.board_size_weights or [1.0] * len(cfg.board_sizes), dtype=np.float64)
         self._size_p = weights / weights.sum()
 
@@ -105,7 +110,7 @@ class Engine:
         self._stop = True
         self._paused.set()
         for bt in self.batchers.values():
-            bt._check_all_waiting()
+            bt.poll()
 
     def control(self, cmd: dict) -> None:
         """Apply a control message: {"batch_size": b} etc."""
@@ -177,6 +182,7 @@ class Engine:
     async def run(self) -> None:
         """Play until ``num_games`` are done or ``stop()``; then write what is
         pending (whole games only)."""
+        self.device_rates = self.backend.measure_rates(max(self.cfg.board_sizes), self.cfg.batch_size)
         self._clock = LoopClock()
         self._t0 = time.perf_counter()
         self._done = asyncio.Event()
@@ -211,6 +217,8 @@ class Engine:
                 "paused": self.paused,
                 "device": str(getattr(self.backend, "device", "cpu")),
             },
+            "device_rates": dict(self.device_rates),
+            "device_best": max(self.device_rates.values(), default=0.0),
             "games": [asdict(g) for g in self.live.values()],
             "finished": self.finished,
             "chunks": self.writer.chunks_written,

@@ -47,11 +47,14 @@ def make_engine_backend(cfg: SelfplayConfig, device: str):
 
     from ..net.backends import make_backend
 
+    from ..features import DEFAULT_ENCODER
+
     weights = cfg.weights or None
     kw: dict = {"max_batch": max(cfg.batch_size, 1)}
-    if weights is not None and not device.startswith("cuda"):
+    if weights is not None and device == "cpu":
         kw["threads"] = max(1, (os.cpu_count() or 1) // max(cfg.procs, 1))
-    return make_backend(weights, device=device, seed=cfg.seed or None, **kw)
+    return make_backend(weights, device=device, seed=cfg.seed or None, encoder=cfg.encoder or DEFAULT_ENCODER,
+                        device_model=cfg.device_model, device_table=cfg.device_table, **kw)
 
 
 async def _serve_engine(engine, interval: float, on_status, get_controls) -> None:
