@@ -28,7 +28,7 @@ def make_status(t: float, evals_s: float, batch: int, games: int, *, busy: float
          "queue_wait_s": 0.002 * evals_s * t, "cache_lookups": 0, "cache_hits": 0, "requests": int(evals_s * t),
          "playouts": int(evals_s * t), "moves": int(evals_s * t / 64), "games": int(t / 2),
          "positions": int(evals_s * t / 64), "hist": hist, "queue_depth": 7, "in_flight": 1}
-    return {"t": 1000.0 + t, "elapsed": t, "loop_cpu_s": loop * t, "counters": c,
+    return {"t": 1000.0 + t, "elapsed": t, "warm_at": 0.0, "loop_cpu_s": loop * t, "counters": c,
             "settings": {"batch_size": batch, "parallel_games": games, "timeout_ms": 5.0, "paused": paused},
             "games": [{"size": 9, "move": 10 + i, "playouts": 64, "value": 0.5} for i in range(5)],
             "finished": int(t / 2), "chunks": 0, "positions_written": 0, "pid": pid}
@@ -44,27 +44,36 @@ def fig(**kw) -> dict:
 S = {"batch_size": 32, "parallel_games": 64, "timeout_ms": 5.0, "paused": False}
 
 
-@pytest.mark.parametrize("r, settings, kind", [
-    ({}, S, "warming up"),
-    (fig(), {**S, "paused": True}, "paused"),
-    (fig(loop_busy=0.99, gpu_busy=0.33), S, "CPU-bound"),
-    (fig(loop_busy_max=0.97, loop_busy=0.6, gpu_busy=0.2), S, "CPU-bound"),
-    (fig(avgBatchSize=12.0, loop_busy=0.4, gpu_busy=0.4, flush_share={"full": 0.0, "waiting": 1.0, "timeout": 0.0}),
-     {**S, "parallel_games": 24}, "starved"),
-    (fig(avgBatchSize=10.0, gpu_busy=0.95, flush_share={"full": 0.2, "waiting": 0.1, "timeout": 0.7}),
-     S, "starved"),
-    (fig(gpu_busy=0.95, loop_busy=0.5), {**S, "batch_size": 16, "parallel_games": 32}, "batch too small"),
+RATES = {"16": 5000.0, "32": 10000.0, "64": 20000.0}  # a device that does twice as much per doubling
+
+
+@pytest.mark.parametrize("r, settings, kind, advice", [
+    ({}, S, "warming up", {}),
+    ({"warming": True, "elapsed": 3.0}, S, "warming up", {}),
+    (fig(), {**S, "paused": True}, "paused", {}),
+    (fig(loop_busy=0.99, gpu_busy=0.33, procs=1, cores=2), S, "CPU-bound", {"procs": 2}),
+    (fig(loop_busy_max=0.97, loop_busy=0.6, gpu_busy=0.2, procs=2, cores=2), S, "CPU-bound", {}),
+    (fig(loop_busy=0.99, gpu_busy=0.33, procs=4, cores=16), S, "CPU-bound", {"procs": 8}),
+    (fig(avgBatchSize=12.0, loop_busy=0.4, gpu_busy=0.4), {**S, "parallel_games": 24}, "starved",
+     {"parallel_games": 64}),
+    (fig(avgBatchSize=10.0, gpu_busy=0.95), {**S, "parallel_games": 24}, "starved", {"parallel_games": 64}),
+    (fig(avgBatchSize=10.0, gpu_busy=0.95), {**S, "batches_in_flight": 4}, "fragmented", {"batches_in_flight": 2}),
+    (fig(avgBatchSize=10.0, gpu_busy=0.95), S, "fragmented", {"parallel_games": 128}),
+    (fig(**{"nnEvals/s": 9700.0}, gpu_busy=0.97, loop_busy=0.3, device_rates=RATES), S, "batch too small",
+     {"batch_size": 64, "parallel_games": 128}),
+    (fig(**{"nnEvals/s": 9700.0}, gpu_busy=0.97, loop_busy=0.6, device_rates=RATES), S, "device-bound", {}),
+    (fig(gpu_busy=0.97, loop_busy=0.3, device_rates={"32": 10000.0, "64": 10500.0}), S, "device-bound", {}),
     (fig(gpu_busy=0.97, loop_busy=0.6, avgBatchSize=250.0), {**S, "batch_size": 256, "parallel_games": 512},
-     "GPU-bound"),
-    (fig(avgBatchSize=8.0, flush_share={"full": 0.1, "waiting": 0.2, "timeout": 0.7}), S, "timeouts"),
-    (fig(loop_busy=0.3, gpu_busy=0.2, host_load=2.5, cores=2, procs=1), S, "contended"),
-    (fig(loop_busy=0.3, gpu_busy=0.2, host_load=2.5, cores=2, procs=2), S, "latency-bound"),
-    (fig(loop_busy=0.3, gpu_busy=0.2), S, "latency-bound"),
-    (fig(loop_busy=0.8, gpu_busy=0.75), S, "balanced"),
+     "device-bound", {}),
+    (fig(loop_busy=0.3, gpu_busy=0.2, host_load=2.5, cores=2, procs=1), S, "contended", {}),
+    (fig(loop_busy=0.3, gpu_busy=0.2, host_load=2.5, cores=2, procs=2), S, "latency-bound", {"parallel_games": 128}),
+    (fig(loop_busy=0.3, gpu_busy=0.2), S, "latency-bound", {"parallel_games": 128}),
+    (fig(loop_busy=0.8, gpu_busy=0.75), S, "balanced", {}),
 ])
-def test_verdict_kinds(r, settings, kind):
+def test_verdict_kinds(r, settings, kind, advice):
     v = diagnose(r, settings)
     assert v.kind == kind and v.kind in KINDS
+    assert v.advice == advice
     assert verdict(r, settings) == v.text
 
 
@@ -82,20 +91,29 @@ def test_verdict_names_the_backend_when_the_network_runs_on_the_cpu():
     assert "backend 33%" in on_cpu and "GPU" not in on_cpu
     on_gpu = diagnose(fig(gpu_busy=0.97, loop_busy=0.6, avgBatchSize=250.0),
                       {**S, "batch_size": 256, "parallel_games": 512, "device": "cuda:0"})
-    assert on_gpu.kind == "GPU-bound" and on_gpu.text.startswith("GPU-bound: GPU 97%")
+    assert on_gpu.kind == "device-bound" and on_gpu.text.startswith("GPU-bound: GPU 97%")
+    model = diagnose(fig(gpu_busy=0.97, loop_busy=0.6, avgBatchSize=250.0),
+                     {**S, "batch_size": 256, "parallel_games": 512, "device": "model:0"})
+    assert model.text.startswith("GPU-bound: GPU 97%")
     bound = diagnose(fig(gpu_busy=0.97, loop_busy=0.6, avgBatchSize=250.0),
                      {**S, "batch_size": 256, "parallel_games": 512, "device": "cpu"})
     assert bound.text.startswith("backend-bound: backend 97%") and "GPU" not in bound.text
 
 
 def test_verdict_texts_carry_the_numbers():
-    cpu = diagnose(fig(loop_busy=1.0, gpu_busy=0.33), S).text
-    assert "loop 100% busy" in cpu and "GPU 33%" in cpu and "--procs" in cpu
-    starved = diagnose(fig(avgBatchSize=12.0, flush_share={"full": 0, "waiting": 1.0, "timeout": 0}),
-                       {**S, "parallel_games": 24}).text
+    cpu = diagnose(fig(loop_busy=1.0, gpu_busy=0.33, procs=1, cores=2), S).text
+    assert "loop 100% busy" in cpu and "GPU 33%" in cpu and "--procs 2" in cpu
+    starved = diagnose(fig(avgBatchSize=12.0), {**S, "parallel_games": 24}).text
     assert "parallel_games 24 < 2 x batch_size 32 = 64" in starved
-    small = diagnose(fig(gpu_busy=0.95), {**S, "batch_size": 16, "parallel_games": 32}).text
-    assert "batch 16" in small and "raise batch_size" in small
+    small = diagnose(fig(**{"nnEvals/s": 9700.0}, gpu_busy=0.97, loop_busy=0.3, device_rates=RATES,
+                         device_efficiency=0.49), S).text
+    assert "49% of the device's best" in small and "raise batch_size to 64" in small
+
+
+def test_no_verdict_advises_more_processes_than_cores():
+    for procs in (1, 2, 3):
+        v = diagnose(fig(loop_busy=1.0, gpu_busy=0.1, procs=procs, cores=2), S)
+        assert v.advice.get("procs", 0) <= 2
 
 
 def test_figures_between_two_aggregates():

@@ -34,7 +34,7 @@ def status(t: float, evals_s: float, batch: int, games: int, *, busy: float, loo
          "queue_wait_s": 0.0015 * evals_s * t, "cache_lookups": 0, "cache_hits": 0, "requests": int(evals_s * t),
          "playouts": int(evals_s * t), "moves": int(evals_s * t / 50), "games": int(t / 4),
          "positions": int(evals_s * t / 50), "hist": hist, "queue_depth": 17, "in_flight": 2}
-    return {"t": 500.0 + t, "elapsed": t, "loop_cpu_s": loop * t, "counters": c,
+    return {"t": 500.0 + t, "elapsed": t, "warm_at": 0.0, "loop_cpu_s": loop * t, "counters": c,
             "settings": {"batch_size": batch, "parallel_games": games, "timeout_ms": 5.0, "paused": paused},
             "games": [{"size": 9, "move": 30 + i, "playouts": 64, "value": 0.25 + i / 100} for i in range(6)],
             "finished": 11, "chunks": 1, "positions_written": 700, "pid": pid}
@@ -68,7 +68,7 @@ def test_view_shows_figures_and_cpu_bound_verdict():
     assert "20.0k" in text  # nnEvals/s
     assert "625" in text  # nnBatches/s
     assert "32.0 / 32" in text  # avgBatchSize against batch_size
-    assert "backend busy (ours)" in text and "33%" in text
+    assert "backend busy" in text and "33%" in text
     assert "no CUDA device in use" in text  # NVML line degrades
     assert "loop busy p0" in text and "99%" in text
     assert "17 requests, 2 batch(es) in flight" in text and "1.50 ms per request" in text
@@ -102,7 +102,7 @@ def test_view_gpu_bound_on_cuda_with_fake_nvml():
     feed(rep, lambda t: [status(t, 22000, 256, 512, busy=0.98, loop=0.6)])
     text = render(rep)
     assert "GPU-bound: GPU 98% busy" in text
-    assert "GPU busy (ours)" in text and "cuda:0 driver" in text and "mem 20.5/140 GiB" in text
+    assert "GPU busy" in text and "cuda:0 driver" in text and "mem 20.5/140 GiB" in text
 
 
 def test_rule_of_thumb_counts_leaves_per_await():
@@ -114,7 +114,7 @@ def test_rule_of_thumb_counts_leaves_per_await():
     assert "leaves_per_await       4" in text
     rep = make(replace(cfg, parallel_games=8))
     feed(rep, lambda t: [status(t, 8000, 32, 8, busy=0.3, loop=0.6, waiting=1.0, avg=20)])
-    assert "starved: too few games: parallel_games 8 < 2 x batch_size 32 / leaves_per_await 4 = 16" in render(rep)
+    assert "parallel_games 8 < 2 x batch_size 32 / leaves_per_await 4 = 16: raise parallel_games to 16" in render(rep)
     rep.press("a")
     assert rep.update([status(6.5, 8000, 32, 8, busy=0.3, loop=0.6)]) == [{"parallel_games": 16}]
 
@@ -165,7 +165,8 @@ def test_keys_change_an_engine_settings(tmp_path):
         for cmd in rep.update([engine.status()]):
             engine.control(cmd)
         st = engine.status()["settings"]
-        assert st == {"batch_size": 32, "parallel_games": 64, "timeout_ms": 2.0, "paused": True, "device": "cpu"}
+        assert st == {"batch_size": 32, "parallel_games": 64, "timeout_ms": 2.0, "paused": True, "device": "cpu",
+                      "leaves_per_await": 1, "batches_in_flight": 2}
         assert all(b.batch_size == 32 for b in engine.batchers.values())
     finally:
         engine.close()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ..configfile import ConfigError
-from .config import load_selfplay_config
+from .config import add_device_model_options, device_model_overrides, load_selfplay_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "selfplay-9x9.toml"
 
@@ -27,7 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--playouts", type=int, help="playouts per full search")
     p.add_argument("--board-size", type=int, action="append", dest="board_sizes", help="board size (repeatable)")
     p.add_argument("--procs", type=int, help="engine processes per device")
-    p.add_argument("--device", help="cpu, cuda:0, or a list like cuda:0,cuda:1")
+    p.add_argument("--device", help="cpu, cuda:0, a list like cuda:0,cuda:1, or model (the device model: a modeled "
+                                    "GPU, see --device-model)")
+    add_device_model_options(p)
     p.add_argument("--seed", type=int, help="random seed (0: fresh)")
     p.add_argument("--no-tui", action="store_true", help="plain progress lines instead of the live view")
     return p
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         "weights": args.weights, "out": args.out, "num_games": args.num_games,
         "parallel_games": args.parallel_games, "batch_size": args.batch_size, "timeout_ms": args.timeout_ms,
         "playouts": args.playouts, "board_sizes": args.board_sizes, "procs": args.procs,
-        "device": args.device, "seed": args.seed,
+        "device": args.device, "seed": args.seed, **device_model_overrides(args),
     }
     try:
         cfg = load_selfplay_config(config, overrides)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from ..configfile import at_least, check_tables, fill, read_toml, require, within
+from ..configfile import Bad, at_least, check_tables, fill, read_toml, require, within
 from ..search.mcts import SearchConfig
 
 
@@ -99,6 +99,15 @@ class SelfplayConfig:
         for d in self.device.split(","):
             require(re.fullmatch(r"\s*(cpu|cuda(:\d+)?|model(:\d+)?)\s*", d) is not None, "device",
                     f"must be cpu, cuda, cuda:K, model or model:K (a list joined by commas), not {d.strip()!r}")
+        if any(re.fullmatch(r"\s*model(:\d+)?\s*", d) for d in self.device.split(",")):
+            from ..net.device_model import DeviceModelError, load_table
+
+            require(not self.weights, "weights", f"the device model (device {self.device}) answers as the random "
+                                                 f"network and takes no weights, not {self.weights!r}")
+            try:
+                load_table(self.device_model, self.device_table or None)
+            except DeviceModelError as e:
+                raise Bad("device_model", str(e)) from None
         if self.encoder:
             from ..features import ENCODERS
 
@@ -125,3 +134,16 @@ def load_selfplay_config(path: str | None, overrides: dict | None = None) -> Sel
         cfg = fill(SelfplayConfig, {k: v for k, v in overrides.items() if v is not None}, "command line",
                    base=cfg)
     return cfg
+
+
+def add_device_model_options(p) -> None:
+    """The command-line options of the device model and the random
+    network's planes (``selfplay``, ``tune``)."""
+    p.add_argument("--device-model", help="device model: the net (NET or NET/MODE) in --device-table "
+                                          "(with --device model; default 20b256c)")
+    p.add_argument("--device-table", help="device model: a table of forward times (default: the shipped H200 table)")
+    p.add_argument("--encoder", help="input planes of the random network and the device model (simple-v1, sayuri-v3)")
+
+
+def device_model_overrides(args) -> dict:
+    return {"device_model": args.device_model, "device_table": args.device_table, "encoder": args.encoder}

@@ -13,7 +13,9 @@ worker      a coroutine that plays games one after another; workers above the
             when it grows.
 status      ``engine.status()``: a plain dict (it crosses process
             boundaries) with the merged counters, the loop's CPU time, the
-            live settings, the games in progress and the device's own
+            live settings, ``warm_at`` (elapsed seconds at the first
+            status after a move was played: rates count from there), the
+            games in progress and the device's own
             speed (``device_rates``: evals/s per full bucket, measured by the
             backend when the run starts, on the largest board;
             ``device_best``: the best of them, 0 for the random network).
@@ -80,6 +82,7 @@ class Engine:
         self._t0 = time.perf_counter()
         self._done: asyncio.Event | None = None
         self.device_rates: dict[int, float] = {}
+        self._warm_at: float | None = None  # elapsed seconds when the first move was played
         weights = np.asarray(cfg.board_size_weights or [1.0] * len(cfg.board_sizes), dtype=np.float64)
         self._size_p = weights / weights.sum()
 
@@ -205,9 +208,13 @@ class Engine:
     # ---- figures -------------------------------------------------------
     def status(self) -> dict:
         counters = merge([self._counter_dict(bt.counters) for bt in self.batchers.values()])
+        elapsed = time.perf_counter() - self._t0
+        if self._warm_at is None and counters.get("moves", 0) > 0:
+            self._warm_at = elapsed  # a whole search has run: every compiled path is loaded
         return {
+            "warm_at": self._warm_at,
             "t": time.perf_counter(),
-            "elapsed": time.perf_counter() - self._t0,
+            "elapsed": elapsed,
             "loop_cpu_s": self._clock.cpu_s() if self._clock else 0.0,
             "counters": counters,
             "settings": {
@@ -216,6 +223,8 @@ class Engine:
                 "timeout_ms": next(iter(self.batchers.values())).timeout_ms,
                 "paused": self.paused,
                 "device": str(getattr(self.backend, "device", "cpu")),
+                "leaves_per_await": self.search_cfg.leaves_per_await,
+                "batches_in_flight": self.worker.dispatch.bound,
             },
             "device_rates": dict(self.device_rates),
             "device_best": max(self.device_rates.values(), default=0.0),

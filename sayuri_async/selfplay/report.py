@@ -32,20 +32,21 @@ import os
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..infer.stats import merge, rates
+from ..infer.stats import add_efficiency, merge, rates
 
-# verdict thresholds (fractions of wall time / of batch_size)
+# verdict thresholds (fractions of wall time, of batch_size, of the device's best)
 LOOP_SATURATED = 0.90  # an event loop this busy cannot search any faster
-GPU_SATURATED = 0.85  # the device is the bottleneck from here on
-GPU_IDLE = 0.70  # below this, the GPU waits for work
-FULL_BATCH = 0.75  # avg batch at least this share of batch_size counts as full
-SMALL_BATCH = 64  # a busy GPU at batch sizes below this has room to amortise
-GAMES_PER_BATCH = 2  # the rule of thumb: parallel_games ~ 2 x batch_size
+LOOP_ROOM = 0.85  # advice never projects a loop busier than this
+GPU_SATURATED = 0.85  # the device is busy from here on
+GPU_IDLE = 0.70  # below this, the device waits for work
+FULL_BATCH = 0.90  # batch fill from which batches count as full
+BUCKET_GAIN = 1.10  # a larger batch must promise this much more evals/s to be advised
+GAMES_PER_BATCH = 2  # the rule of thumb: parallel_games ~ 2 x batch_size / leaves_per_await
 
-KINDS = ("warming up", "paused", "CPU-bound", "starved", "batch too small", "GPU-bound", "timeouts", "contended",
-         "latency-bound", "balanced")
+KINDS = ("warming up", "paused", "device-bound", "batch too small", "fragmented", "starved", "CPU-bound",
+         "contended", "latency-bound", "balanced")
 
 
 def aggregate(statuses: list[dict]) -> dict:
@@ -59,6 +60,10 @@ def aggregate(statuses: list[dict]) -> dict:
         "procs": {str(s.get("pid", i)): (s["t"], s["loop_cpu_s"]) for i, s in enumerate(statuses)},
         "counters": merge([s["counters"] for s in statuses]),
         "settings": statuses[0]["settings"],
+        "device_best": max(s.get("device_best", 0.0) for s in statuses),  # per device (they share one kind)
+        "device_rates": max((s.get("device_rates") or {} for s in statuses), key=len),
+        "warm_at": None if any(s.get("warm_at") is None for s in statuses)
+        else max(s["warm_at"] for s in statuses),
         "games": [g for s in statuses for g in s["games"]],
         "finished": sum(s["finished"] for s in statuses),
         "chunks": sum(s["chunks"] for s in statuses),
@@ -98,6 +103,8 @@ def figures(a: dict | None, b: dict, devices: int = 1) -> dict:
     r["gpu_busy"] = min(busy / max(dt, 1e-9) / max(devices, 1), 1.0)
     r["loop_busy_procs"] = [min(max(x, 0.0), 1.0) for x in per_proc]
     r["loop_busy_max"] = max(r["loop_busy_procs"], default=r["loop_busy"])
+    add_efficiency(r, b.get("device_best", 0.0), int(b.get("settings", {}).get("batch_size", 0)), devices)
+    r["device_rates"] = b.get("device_rates") or {}
     r["games_live"] = len(b.get("games", []))
     r["elapsed"] = b["elapsed"]
     r["host_load"] = host_load()
@@ -115,16 +122,23 @@ def host_load() -> float:
 
 
 class Window:
-    """Figures over a sliding window of aggregates."""
+    """Figures over a sliding window of aggregates. Start-up (numba loading,
+    the first searches, CUDA graph capture) is left out: an aggregate counts
+    from the engines' ``warm_at`` on (the first status after a move was
+    played); before that ``recent()`` and ``overall()`` give only
+    ``{"warming": True, ...}``, never rates."""
 
     def __init__(self, seconds: float = 5.0, devices: int = 1) -> None:
         self.seconds = seconds
         self.devices = devices
         self.items: deque[dict] = deque()
+        self.first_warm: dict | None = None
 
     def push(self, agg: dict) -> None:
         if not agg:
             return
+        if self.first_warm is None and _is_warm(agg):
+            self.first_warm = agg
         self.items.append(agg)
         while len(self.items) > 2 and agg["elapsed"] - self.items[0]["elapsed"] > self.seconds:
             self.items.popleft()
@@ -132,15 +146,30 @@ class Window:
     def _between(self, a: dict | None, b: dict) -> dict:
         return figures(a, b, self.devices)
 
+    def _warming(self) -> dict:
+        last = self.items[-1]
+        return {"warming": True, "elapsed": last["elapsed"], "games_live": len(last.get("games", []))}
+
     def recent(self) -> dict:
         if not self.items:
             return {}
-        if len(self.items) < 2:
-            return self._between(None, self.items[-1])
-        return self._between(self.items[0], self.items[-1])
+        warm = [a for a in self.items if _is_warm(a)]
+        if len(warm) < 2:
+            return self._warming()
+        return self._between(warm[0], warm[-1])
 
     def overall(self) -> dict:
-        return self._between(None, self.items[-1]) if self.items else {}
+        if not self.items:
+            return {}
+        last = self.items[-1]
+        if self.first_warm is None or last is self.first_warm:
+            return self._warming()
+        return self._between(self.first_warm, last)
+
+
+def _is_warm(agg: dict) -> bool:
+    w = agg.get("warm_at")
+    return w is not None and agg["elapsed"] >= w
 
 
 class History:
@@ -165,61 +194,104 @@ class History:
 class Verdict:
     kind: str  # one of KINDS
     text: str
+    # the settings to change ({} when the lever is outside the engine): what
+    # the text advises, as values; applied once it must not lower evals/s
+    # (tools/bench_verdict.py checks that over a grid)
+    advice: dict = field(default_factory=dict)
+
+
+def _bucket_rate(rates: dict, b: int) -> float | None:
+    """The device's evals/s at the bucket a batch of ``b`` is padded to."""
+    keys = sorted(int(k) for k in rates)
+    for k in keys:
+        if k >= b:
+            return float(rates[k] if k in rates else rates[str(k)])
+    return None
+
+
+def _larger_batch(r: dict, b: int, loop: float) -> int | None:
+    """The batch size (a bucket of the device's rates) that promises the
+    most evals/s with the loop projected at most ``LOOP_ROOM`` busy, when
+    it beats ``b``'s bucket by ``BUCKET_GAIN``; else None."""
+    rates = {int(k): float(v) for k, v in (r.get("device_rates") or {}).items()}
+    now = _bucket_rate(rates, b)
+    evals = r.get("nnEvals/s", 0.0)
+    if not now or evals <= 0:
+        return None
+    best_b, best_rate = None, now * BUCKET_GAIN
+    for k, rate in sorted(rates.items()):
+        if k > b and rate >= best_rate and loop * rate / evals <= LOOP_ROOM:
+            best_b, best_rate = k, rate
+    return best_b
 
 
 def diagnose(r: dict, settings: dict) -> Verdict:
-    """Which side limits throughput, from ``figures`` ``r``.
+    """Which side limits throughput, from ``figures`` ``r``, and the lever.
 
-    Order matters: a saturated loop limits whatever the batch settings are;
-    too few games limit a GPU that is not busy; a busy GPU is either at its
-    limit or running batches too small to use it well."""
+    Order matters: first a busy device (is it running full batches of a size
+    it does well on?), then a saturated loop (more processes, while there
+    are cores for them), a machine taken by other programs, too few games,
+    and round trips. ``settings`` may carry ``leaves_per_await`` and
+    ``batches_in_flight``."""
     if settings.get("paused"):
         return Verdict("paused", "paused: press p to resume")
-    if not r or r.get("nnEvals/s", 0) <= 0:
-        return Verdict("warming up", "warming up: no batches yet")
-    # the busy figure is the backend's: a GPU's, or the CPU's when the network runs there
+    if not r or r.get("warming") or r.get("nnEvals/s", 0) <= 0:
+        return Verdict("warming up", "warming up: compiling and opening games; rates follow the first batches")
     dev = busy_label(settings)
-    loop = r.get("loop_busy_max", r["loop_busy"])
-    gpu = r["gpu_busy"]
-    b, p = int(settings.get("batch_size", 0)), int(settings.get("parallel_games", 0))
-    avg = r["avgBatchSize"]
-    share = r.get("flush_share", {})
-    full = avg >= FULL_BATCH * b
-    if loop >= LOOP_SATURATED and gpu < GPU_IDLE:
+    loop = r.get("loop_busy_max", r.get("loop_busy", 0.0))
+    gpu = r.get("gpu_busy", 0.0)
+    eff = r.get("device_efficiency")
+    b, p = int(settings.get("batch_size", 1) or 1), int(settings.get("parallel_games", 0))
+    leaves = int(settings.get("leaves_per_await", 1) or 1)
+    procs, cores = int(r.get("procs", 1)), int(r.get("cores", 1))
+    avg = r.get("avgBatchSize", 0.0)
+    fill = avg / b
+    need = games_needed(b, leaves)
+    eff_txt = f", {eff:.0%} of the device's best" if eff is not None else ""
+    figs = f"{dev} {gpu:.0%} busy{eff_txt}, batches {avg:.0f} of {b}, loop {loop:.0%}"
+    if gpu >= GPU_SATURATED:
+        if fill >= FULL_BATCH:
+            bigger = _larger_batch(r, b, loop)
+            if bigger is not None:
+                games = max(p, games_needed(bigger, leaves))
+                return Verdict("batch too small",
+                               f"batch too small: {figs}; the device does more at batch {bigger}: raise batch_size "
+                               f"to {bigger} and parallel_games to {games}",
+                               {"batch_size": bigger, "parallel_games": games})
+            return Verdict("device-bound", f"{dev}-bound: {figs}: the device is the limit; a smaller net or "
+                                           f"another {dev if dev == 'GPU' else 'device'} would go faster")
+        if p < need:
+            return Verdict("starved", f"starved: {figs}: too few games to fill a batch: parallel_games {p} < "
+                                      f"{rule_text(b, leaves)}: raise parallel_games to {need}",
+                           {"parallel_games": need})
+        inflight = int(settings.get("batches_in_flight", 2) or 2)
+        if inflight > 2:
+            return Verdict("fragmented", f"fragmented: {figs}: {inflight} batches in flight hold requests back "
+                                         f"from the filling batch: set batches_in_flight to 2",
+                           {"batches_in_flight": 2})
+        return Verdict("fragmented", f"fragmented: {figs} with {p} games: raise parallel_games to {2 * p}",
+                       {"parallel_games": 2 * p})
+    if loop >= LOOP_SATURATED:
         us = r.get("loop_us_per_request", 0.0)
         cost = f" ({us:.1f} us of CPU per request)" if us > 0 else ""
-        return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy{cost}, {dev} {gpu:.0%}: add processes "
-                                    f"(--procs) or lower the search cost (playouts)")
-    leaves = int(settings.get("leaves_per_await", 1) or 1)
-    need = games_needed(b, leaves)
-    if p < need and gpu < GPU_SATURATED:
-        return Verdict("starved", f"starved: too few games: parallel_games {p} < {rule_text(b, leaves)}, "
-                                  f"avg batch {avg:.0f}, loop {loop:.0%}, {dev} {gpu:.0%}: "
-                                  f"raise parallel_games or lower batch_size")
-    if gpu >= GPU_SATURATED:
-        if not full:
-            return Verdict("starved", f"starved: {dev} {gpu:.0%} busy on batches of {avg:.0f} of {b}: raise "
-                                      f"parallel_games (now {p}, rule of thumb {need})")
-        if b < SMALL_BATCH and loop < LOOP_SATURATED:
-            return Verdict("batch too small", f"batch too small for the {dev}: {dev} {gpu:.0%} busy at batch {b}, "
-                                              f"loop {loop:.0%}: raise batch_size with parallel_games "
-                                              f"following it (rule of thumb: {rule_text(b, leaves)})")
-        return Verdict("GPU-bound", f"{dev}-bound: {dev} {gpu:.0%} busy, loop {loop:.0%}, batches full "
-                                    f"({avg:.0f} of {b}): a smaller net or another {dev if dev == 'GPU' else 'device'}")
-    if share.get("timeout", 0.0) >= 0.3 and not full:
-        return Verdict("timeouts", f"batches leave on timeout (avg {avg:.0f} of {b}): raise parallel_games "
-                                   f"or lower timeout_ms")
+        if procs < cores:
+            more = min(cores, 2 * procs)
+            return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy{cost}, {dev} {gpu:.0%}: run {more} "
+                                        f"engine processes (--procs {more}; {cores} cores)", {"procs": more})
+        return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy{cost}, {dev} {gpu:.0%}, and all {cores} cores "
+                                    f"run an engine: fewer playouts or a faster machine")
+    load = r.get("host_load", 0.0)
+    if load >= 1.0 and procs < cores and max(loop, gpu) < GPU_IDLE:
+        return Verdict("contended", f"contended: loop {loop:.0%}, {dev} {gpu:.0%} while the machine's load is "
+                                    f"{load:.1f} per core with {procs} engine process(es): other programs take the CPU")
+    if p < need:
+        return Verdict("starved", f"starved: {figs}: parallel_games {p} < {rule_text(b, leaves)}: "
+                                  f"raise parallel_games to {need}", {"parallel_games": need})
     if max(loop, gpu) < GPU_IDLE:
-        load, procs = r.get("host_load", 0.0), int(r.get("procs", 1))
-        if load >= 1.0 and procs < r.get("cores", 1):
-            return Verdict("contended", f"contended: loop {loop:.0%}, {dev} {gpu:.0%} while the machine's load is "
-                                        f"{load:.1f} per core with {procs} engine process(es): other programs "
-                                        f"take the CPU")
-        return Verdict("latency-bound", f"latency-bound: loop {loop:.0%}, {dev} {gpu:.0%} at "
-                                        f"{r.get('nnBatches/s', 0.0):.0f} batches/s of {avg:.0f}: the loop waits on "
-                                        f"batch round trips; keep more batches in flight (parallel_games above "
-                                        f"{need}), make them larger (batch_size) or add processes")
-    return Verdict("balanced", f"balanced: loop {loop:.0%}, {dev} {gpu:.0%}, avg batch {avg:.0f} of {b}")
+        return Verdict("latency-bound", f"latency-bound: {figs} at {r.get('nnBatches/s', 0.0):.0f} batches/s: the "
+                                        f"loop waits on round trips: raise parallel_games to {2 * p}",
+                       {"parallel_games": 2 * p})
+    return Verdict("balanced", f"balanced: {figs}")
 
 
 def games_needed(batch_size: int, leaves_per_await: int = 1) -> int:
@@ -234,14 +306,15 @@ def rule_text(batch_size: int, leaves_per_await: int = 1) -> str:
     return f"{GAMES_PER_BATCH} x batch_size {batch_size} / leaves_per_await {leaves_per_await} = {need}"
 
 
-def verdict(r: dict, settings: dict, games_live: int = 0) -> str:
-    """The verdict's text (``games_live`` is kept for older callers)."""
+def verdict(r: dict, settings: dict) -> str:
+    """The verdict's text."""
     return diagnose(r, settings).text
 
 
 def busy_label(settings: dict) -> str:
-    """What the busy figure measures: a GPU, or the backend on the CPU."""
-    return "GPU" if str(settings.get("device", "cuda")).startswith("cuda") else "backend"
+    """What the busy figure measures: a GPU (or the device model's modeled
+    one), or the backend on the CPU."""
+    return "GPU" if str(settings.get("device", "cuda")).startswith(("cuda", "model")) else "backend"
 
 
 def summary_lines(agg: dict, overall: dict) -> list[str]:
@@ -251,9 +324,14 @@ def summary_lines(agg: dict, overall: dict) -> list[str]:
         f"games {agg['finished']}  positions {agg['positions_written']} in {agg['chunks']} chunk(s)  "
         f"elapsed {agg['elapsed']:.1f}s",
     ]
-    if overall:
+    if overall.get("warming"):
+        lines.append("no rates: the run ended while warming up")
+    elif overall:
+        eff = overall.get("device_efficiency")
+        eff_txt = f"device efficiency {eff:.0%}  " if eff is not None else ""
         lines.append(
-            f"nnEvals/s {overall['nnEvals/s']:.0f}  avgBatchSize {overall['avgBatchSize']:.1f}  "
+            f"nnEvals/s {overall['nnEvals/s']:.0f}  avgBatchSize {overall['avgBatchSize']:.1f} "
+            f"(fill {overall.get('batch_fill', 0.0):.0%})  {eff_txt}"
             f"{busy_label(agg.get('settings', {}))} busy {overall['gpu_busy']:.0%}  loop busy {overall['loop_busy']:.0%}  "
             f"games/s {overall['games/s']:.2f}  cache hits {overall['cache_hit_rate']:.0%}"
         )
@@ -261,14 +339,22 @@ def summary_lines(agg: dict, overall: dict) -> list[str]:
 
 
 def plain_line(agg: dict, r: dict, leaves_per_await: int = 1) -> str:
-    """One progress line of figures and the verdict."""
+    """One progress line of figures and the verdict (no rates while warming up)."""
     s = {**agg["settings"], "leaves_per_await": leaves_per_await}
+    if r.get("warming"):
+        return (f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
+                f"| {diagnose(r, s).text}")
     return (f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
-            f"evals/s {r['nnEvals/s']:8.0f}  batch {r['avgBatchSize']:5.1f}/{s['batch_size']}  "
+            f"evals/s {r['nnEvals/s']:8.0f}{_eff(r)}  batch {r['avgBatchSize']:5.1f}/{s['batch_size']}  "
             f"games {s['parallel_games']}  {busy_label(s).lower()} {r['gpu_busy']:4.0%}  "
             f"loop {r.get('loop_busy_max', r['loop_busy']):4.0%} "
             f"{r.get('loop_us_per_request', 0.0):5.1f} us/request  "
             f"moves/s {r['moves/s']:6.1f}  | {diagnose(r, s).text}")
+
+
+def _eff(r: dict) -> str:
+    eff = r.get("device_efficiency")
+    return f" (eff {eff:4.0%})" if eff is not None else ""
 
 
 class PlainReporter:

@@ -158,7 +158,7 @@ class TuiReporter:
         self.console = console or Console()
         self.interactive = interactive
         self.devices = [d.strip() for d in cfg.device.split(",") if d.strip()] or ["cpu"]
-        self.on_gpu = any(d.startswith("cuda") for d in self.devices)
+        self.on_gpu = any(d.startswith(("cuda", "model")) for d in self.devices)
         self.window = Window(5.0, devices=len(self.devices))
         self.history = History(60.0)
         self.probe = probe if probe is not None else GpuProbe(self.devices)
@@ -379,8 +379,13 @@ class TuiReporter:
             t.append(tail)
             lines.append(t)
 
+        eff = r.get("device_efficiency")
+        if eff is not None:
+            row("device efficiency", min(eff, 1.0), f"  of the device's best {fmt_rate(r.get('device_best', 0.0))} "
+                                                    f"evals/s", "green" if eff >= 0.85 else "yellow")
+        row("batch fill", min(r.get("batch_fill", 0.0), 1.0), "  avgBatchSize / batch_size", "cyan")
         g = r.get("gpu_busy", 0.0)
-        row("GPU busy (ours)" if self.on_gpu else "backend busy (ours)", g, "")
+        row("GPU busy" if self.on_gpu else "backend busy", g, "  the device's own clock" if self.on_gpu else "")
         if self.probe.available:
             for dev, util, used, total in self.probe.read():
                 row(f"{dev} driver", util, f"  mem {used:.1f}/{total:.0f} GiB")

@@ -12,10 +12,12 @@ MeasureSpec  how a point is measured: ``warmup_s`` after every process has
              windows agree (stdev/mean at most ``cv_target``) or after
              ``max_windows`` (then it is flagged unstable).
 Sample       the figures of one window: evals/s (summed over processes, each
-             process's counters over its own clock), GPU busy (ours: the
-             inference worker's time with a batch over wall time, per
-             device), the driver's utilization (NVML, when available), loop
-             busy (mean and max over processes), average batch size.
+             process's counters over its own clock), device efficiency
+             (evals/s over the device's best, as the backend measured it),
+             batch fill, busy (the device's own time where the backend
+             reports it, per device), the driver's utilization (NVML, when
+             available), loop busy (mean and max over processes), average
+             batch size.
 Result       a point and its samples (the stable tail): mean, stdev, min, max.
 PointMeter   a reporter for ``run_selfplay`` that takes these samples from
              the engines' statuses and asks them to stop when done. It only
@@ -43,9 +45,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..configfile import ConfigError
-from ..infer.stats import rates
-from .config import SelfplayConfig, load_selfplay_config
-from .report import diagnose, host_load
+from ..infer.stats import add_efficiency, rates
+from .config import SelfplayConfig, add_device_model_options, device_model_overrides, load_selfplay_config
+from .report import busy_label, diagnose, host_load
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class Sample:
     avg_batch: float
     driver_util: float | None = None
     verdict: str = ""
+    efficiency: float | None = None  # evals/s over the device's best (None without a device)
+    batch_fill: float = 0.0  # avg_batch over batch_size
 
 
 @dataclass
@@ -215,9 +219,11 @@ class PointMeter:
                "flush_share": {r: n / nflush for r, n in flush.items()}, "host_load": host_load(),
                "cores": os.cpu_count() or 1, "procs": len(a), "nnBatches/s": sum_batches_s}
         settings = {**next(iter(b.values()))["settings"], "leaves_per_await": self.leaves}
+        best = max((s.get("device_best", 0.0) for s in b.values()), default=0.0)
+        add_efficiency(fig, best, self.point.batch_size, self.devices)
         driver = statistics.fmean(self._driver) if self._driver else None
         return Sample(evals_s, gpu, fig["loop_busy"], fig["loop_busy_max"], avg, driver,
-                      diagnose(fig, settings).kind)
+                      diagnose(fig, settings).kind, fig["device_efficiency"], fig["batch_fill"])
 
     def _check_done(self) -> None:
         sp = self.spec
@@ -301,8 +307,8 @@ def grid(games: list[str], batches: list[int], procs: list[int], leaves_per_awai
 
 # ---- output ---------------------------------------------------------------
 CSV_FIELDS = ["procs", "parallel_games", "batch_size", "evals_s_mean", "evals_s_stdev", "evals_s_min",
-              "evals_s_max", "windows", "stable", "avg_batch", "gpu_busy", "driver_util", "loop_busy",
-              "loop_busy_max", "verdict", "error", "samples_evals_s"]
+              "evals_s_max", "windows", "stable", "avg_batch", "batch_fill", "device_efficiency", "busy",
+              "driver_util", "loop_busy", "loop_busy_max", "verdict", "error", "samples_evals_s"]
 
 
 def _f(x: float | None, fmt: str = ".4g") -> str:
@@ -319,13 +325,14 @@ def write_csv(results: list[Result], path: Path) -> None:
             drv = r.mean("driver_util") if r._vals("driver_util") else None
             w.writerow([p.procs, p.parallel_games, p.batch_size, _f(r.mean(), ".1f"), _f(r.stdev, ".1f"),
                         _f(r.lo, ".1f"), _f(r.hi, ".1f"), r.windows, int(r.stable), _f(r.mean("avg_batch"), ".2f"),
+                        _f(r.mean("batch_fill"), ".4f"), _f(r.mean("efficiency"), ".4f"),
                         _f(r.mean("gpu_busy"), ".4f"), _f(drv, ".4f"), _f(r.mean("loop_busy"), ".4f"),
                         _f(r.mean("loop_busy_max"), ".4f"), r.verdict, r.error,
                         ";".join(f"{s.evals_s:.1f}" for s in r.samples)])
 
 
-def draw_png(results: list[Result], path: Path, leaves_per_await: int = 1) -> str:
-    """Evals/s (mean, stdev bars) and GPU busy against batch_size, one line
+def draw_png(results: list[Result], path: Path, leaves_per_await: int = 1, dev: str = "GPU") -> str:
+    """Evals/s (mean, stdev bars) and busy against batch_size, one line
     per (procs, games per batch). Returns what happened, in words."""
     try:
         import matplotlib
@@ -355,7 +362,7 @@ def draw_png(results: list[Result], path: Path, leaves_per_await: int = 1) -> st
     ax1.set_ylabel("nnEvals/s (mean, stdev)")
     ax1.set_title("sayuri-async tune")
     ax1.legend(fontsize=8)
-    ax2.set_ylabel("GPU busy % (ours)")
+    ax2.set_ylabel(f"{dev} busy %")
     ax2.set_xlabel("batch_size")
     ax2.set_ylim(0, 105)
     ax1.grid(alpha=0.3)
@@ -367,34 +374,41 @@ def draw_png(results: list[Result], path: Path, leaves_per_await: int = 1) -> st
     return f"plot written to {path}"
 
 
-def results_table(results: list[Result], best: Result | None):
+def _pct(r: Result, key: str) -> str:
+    return f"{r.mean(key):.0%}" if r._vals(key) else "n/a"
+
+
+def results_table(results: list[Result], best: Result | None, dev: str = "GPU"):
+    """``dev``: what the busy figure measured (``report.busy_label``)."""
     from rich.table import Table
 
     t = Table(title="sayuri-async tune: nnEvals/s per setting (warm-up excluded)")
     for col, just in [("procs", "right"), ("games", "right"), ("batch", "right"), ("evals/s", "right"),
                       ("± stdev", "right"), ("min-max", "right"), ("windows", "right"), ("avg batch", "right"),
-                      ("GPU busy", "right"), ("driver", "right"), ("loop max", "right"), ("verdict", "left")]:
+                      ("fill", "right"), ("efficiency", "right"), (f"{dev} busy", "right"), ("driver", "right"),
+                      ("loop max", "right"), ("verdict", "left")]:
         t.add_column(col, justify=just)
     for r in results:
         p = r.point
         if not r.ok:
             t.add_row(str(p.procs), str(p.parallel_games), str(p.batch_size), "-", "", "", str(r.windows), "",
-                      "", "", "", f"[red]{r.error}[/]")
+                      "", "", "", "", "", f"[red]{r.error}[/]")
             continue
-        drv = f"{r.mean('driver_util'):.0%}" if r._vals("driver_util") else "n/a"
         win = f"{len(r.samples)}/{r.windows}" + ("" if r.stable else " unstable")
         t.add_row(str(p.procs), str(p.parallel_games), str(p.batch_size), f"{r.mean():.0f}", f"{r.stdev:.0f}",
-                  f"{r.lo:.0f}-{r.hi:.0f}", win, f"{r.mean('avg_batch'):.1f}", f"{r.mean('gpu_busy'):.0%}", drv,
+                  f"{r.lo:.0f}-{r.hi:.0f}", win, f"{r.mean('avg_batch'):.1f}", _pct(r, "batch_fill"),
+                  _pct(r, "efficiency"), f"{r.mean('gpu_busy'):.0%}", _pct(r, "driver_util"),
                   f"{r.mean('loop_busy_max'):.0%}", r.verdict, style="bold green" if r is best else "")
     return t
 
 
-def recommendation_lines(best: Result | None, close: list[Result]) -> list[str]:
+def recommendation_lines(best: Result | None, close: list[Result], dev: str = "GPU") -> list[str]:
     if best is None:
         return ["no point was measured: no recommendation"]
     p = best.point
+    eff = f", device efficiency {best.mean('efficiency'):.0%}" if best._vals("efficiency") else ""
     lines = [f"recommended: --procs {p.procs} --parallel-games {p.parallel_games} --batch-size {p.batch_size}  "
-             f"({best.mean():.0f} evals/s, stdev {best.stdev:.0f}, GPU busy {best.mean('gpu_busy'):.0%})"]
+             f"({best.mean():.0f} evals/s, stdev {best.stdev:.0f}{eff}, {dev} busy {best.mean('gpu_busy'):.0%})"]
     if not best.stable:
         lines.append("  note: this point did not settle within the windows allowed; measure longer (--max-windows)")
     for r in close[:3]:
@@ -412,7 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Measure self-play evals/s over a grid of settings and recommend one.")
     p.add_argument("--config", help="TOML config (default: configs/selfplay-9x9.toml)")
     p.add_argument("--weights", help="network weights (random network when absent)")
-    p.add_argument("--device", help="cpu, cuda:0, or cuda:0,cuda:1")
+    p.add_argument("--device", help="cpu, cuda:0, a list like cuda:0,cuda:1, or model (the device model)")
+    add_device_model_options(p)
     p.add_argument("--board-size", type=int, action="append", dest="board_sizes", help="board size (repeatable)")
     p.add_argument("--playouts", type=int, help="playouts per full search")
     p.add_argument("--batch", default="16,32,64", help="batch sizes, comma-separated (default 16,32,64)")
@@ -439,7 +454,8 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
     config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
     try:
         base = load_selfplay_config(config, {"weights": args.weights, "device": args.device,
-                                             "board_sizes": args.board_sizes, "playouts": args.playouts})
+                                             "board_sizes": args.board_sizes, "playouts": args.playouts,
+                                             **device_model_overrides(args)})
         points = grid([g.strip() for g in args.games.split(",") if g.strip()], _ints(args.batch), _ints(args.procs),
                       base.search.leaves_per_await)
     except (ConfigError, ValueError) as e:
@@ -461,7 +477,9 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
                 vals = [u for _, u, _, _ in gp.read()]
                 return statistics.fmean(vals) if vals else None
         measure = engine_measure(base, probe=probe)
-    net = base.weights or "random network (no weights)"
+    dev = busy_label({"device": base.device})
+    net = base.weights or ("device model " + base.device_model if dev == "GPU" and base.device.startswith("model")
+                           else "random network (no weights)")
     console.print(f"tune: {net} on {base.device}, boards {base.board_sizes}, playouts {base.playouts}, "
                   f"leaves_per_await {base.search.leaves_per_await}; "
                   f"{len(points)} point(s), warm-up {spec.warmup_s:g} s, windows of {spec.window_s:g} s "
@@ -479,19 +497,19 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
         took = f"{time.monotonic() - t0[0]:5.0f} s"
         if r.ok:
             console.print(f"  {r.point.label():<36} {r.mean():9.0f} evals/s  stdev {r.stdev:7.0f}  "
-                          f"GPU {r.mean('gpu_busy'):4.0%}  {len(r.samples)}/{r.windows} windows"
+                          f"{dev} {r.mean('gpu_busy'):4.0%}  {len(r.samples)}/{r.windows} windows"
                           f"{'' if r.stable else ' (unstable)'}  {took}", highlight=False)
         else:
             console.print(f"  {r.point.label():<36} failed: {r.error}  {took}", highlight=False)
 
     results = run_sweep(points, measure, spec, on_result, on_start)
     best, close = recommend(results)
-    console.print(results_table(results, best))
+    console.print(results_table(results, best, dev))
     out = Path(args.out)
     write_csv(results, out / "tune.csv")
     console.print(f"table written to {out / 'tune.csv'}", highlight=False)
-    console.print(draw_png(results, out / "tune.png", base.search.leaves_per_await), highlight=False)
-    for line in recommendation_lines(best, close):
+    console.print(draw_png(results, out / "tune.png", base.search.leaves_per_await, dev), highlight=False)
+    for line in recommendation_lines(best, close, dev):
         console.print(line, highlight=False)
     return 0 if best is not None else 1
 
