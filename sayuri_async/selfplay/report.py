@@ -210,19 +210,20 @@ def _bucket_rate(rates: dict, b: int) -> float | None:
 
 
 def _larger_batch(r: dict, b: int, loop: float) -> int | None:
-    """The batch size (a bucket of the device's rates) that promises the
-    most evals/s with the loop projected at most ``LOOP_ROOM`` busy, when
-    it beats ``b``'s bucket by ``BUCKET_GAIN``; else None."""
+    """The smallest batch size (a bucket of the device's rates) that gives
+    at least 95% of the most evals/s any larger bucket promises with the loop
+    projected at most ``LOOP_ROOM`` busy, when it beats ``b``'s bucket by
+    ``BUCKET_GAIN``; else None."""
     rates = {int(k): float(v) for k, v in (r.get("device_rates") or {}).items()}
     now = _bucket_rate(rates, b)
     evals = r.get("nnEvals/s", 0.0)
     if not now or evals <= 0:
         return None
-    best_b, best_rate = None, now * BUCKET_GAIN
-    for k, rate in sorted(rates.items()):
-        if k > b and rate >= best_rate and loop * rate / evals <= LOOP_ROOM:
-            best_b, best_rate = k, rate
-    return best_b
+    fits = {k: rate for k, rate in rates.items() if k > b and loop * rate / evals <= LOOP_ROOM}
+    if not fits or max(fits.values()) < now * BUCKET_GAIN:
+        return None
+    top = max(fits.values())
+    return min(k for k, rate in fits.items() if rate >= 0.95 * top)
 
 
 def diagnose(r: dict, settings: dict) -> Verdict:
@@ -230,7 +231,7 @@ def diagnose(r: dict, settings: dict) -> Verdict:
 
     Order matters: first a busy device (is it running full batches of a size
     it does well on?), then a saturated loop (more processes, while there
-    are cores for them), a machine taken by other programs, too few games,
+    are cores for them), too few games, a machine taken by other programs,
     and round trips. ``settings`` may carry ``leaves_per_await`` and
     ``batches_in_flight``."""
     if settings.get("paused"):
@@ -280,13 +281,13 @@ def diagnose(r: dict, settings: dict) -> Verdict:
                                         f"engine processes (--procs {more}; {cores} cores)", {"procs": more})
         return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy{cost}, {dev} {gpu:.0%}, and all {cores} cores "
                                     f"run an engine: fewer playouts or a faster machine")
+    if p < need:
+        return Verdict("starved", f"starved: {figs}: parallel_games {p} < {rule_text(b, leaves)}: "
+                                  f"raise parallel_games to {need}", {"parallel_games": need})
     load = r.get("host_load", 0.0)
     if load >= 1.0 and procs < cores and max(loop, gpu) < GPU_IDLE:
         return Verdict("contended", f"contended: loop {loop:.0%}, {dev} {gpu:.0%} while the machine's load is "
                                     f"{load:.1f} per core with {procs} engine process(es): other programs take the CPU")
-    if p < need:
-        return Verdict("starved", f"starved: {figs}: parallel_games {p} < {rule_text(b, leaves)}: "
-                                  f"raise parallel_games to {need}", {"parallel_games": need})
     if max(loop, gpu) < GPU_IDLE:
         return Verdict("latency-bound", f"latency-bound: {figs} at {r.get('nnBatches/s', 0.0):.0f} batches/s: the "
                                         f"loop waits on round trips: raise parallel_games to {2 * p}",

@@ -81,6 +81,7 @@ class Sample:
     verdict: str = ""
     efficiency: float | None = None  # evals/s over the device's best (None without a device)
     batch_fill: float = 0.0  # avg_batch over batch_size
+    advice: dict = field(default_factory=dict)  # the verdict's advice (``report.Verdict.advice``)
 
 
 @dataclass
@@ -119,6 +120,12 @@ class Result:
     def verdict(self) -> str:
         kinds = [s.verdict for s in self.samples if s.verdict]
         return max(set(kinds), key=kinds.count) if kinds else ""
+
+    @property
+    def advice(self) -> dict:
+        """The advice of the most frequent verdict's latest window."""
+        kind = self.verdict
+        return next((dict(s.advice) for s in reversed(self.samples) if s.verdict == kind), {})
 
 
 MeasureFn = Callable[[Point, MeasureSpec], Result]
@@ -222,8 +229,10 @@ class PointMeter:
         best = max((s.get("device_best", 0.0) for s in b.values()), default=0.0)
         add_efficiency(fig, best, self.point.batch_size, self.devices)
         driver = statistics.fmean(self._driver) if self._driver else None
+        fig["device_rates"] = max((s.get("device_rates") or {} for s in b.values()), key=len)
+        v = diagnose(fig, settings)
         return Sample(evals_s, gpu, fig["loop_busy"], fig["loop_busy_max"], avg, driver,
-                      diagnose(fig, settings).kind, fig["device_efficiency"], fig["batch_fill"])
+                      v.kind, fig["device_efficiency"], fig["batch_fill"], v.advice)
 
     def _check_done(self) -> None:
         sp = self.spec
