@@ -1,33 +1,108 @@
 """Atomic file writes: write to a temporary name in the target's folder,
 fsync, then rename, so a killed run never leaves a half-written file.
 
-Vocabulary: ``atomic_path(path)`` is a context manager yielding the temporary
-path to write; on success it is renamed to ``path`` (and the folder synced),
-on error removed. Temporary names start with ``.`` and end with ``.tmp`` so
-readers skip them and ``selfplay.writer.clean_stale_temp`` can find them.
+Vocabulary
+----------
+atomic_path(path, replace=True)
+            a context manager yielding the temporary path to write; on
+            success the temporary becomes ``path`` (and the folder is
+            synced), on error it is removed. ``replace=True`` renames it over
+            whatever ``path`` held; ``replace=False`` never replaces a file:
+            it links the temporary to the name, and raises ``NameTaken``
+            when the name exists (the temporary is removed, the old file
+            stays as it was).
+temporary name  ``.<name>.<pid>-<host>-<random>.tmp`` in the target's
+            folder: a leading ``.`` and a trailing ``.tmp`` so readers skip
+            it; ``<pid>`` and ``<host>`` (8 hex digits of a hash of the host
+            name) say who is writing it.
+mode        files are created as a plain ``open()`` creates them: 0666 less
+            the umask (``tempfile.mkstemp`` would make them 0600).
+stale       a temporary of this program's pattern whose writer is gone:
+            written on this host by a process no longer alive, or (any
+            host, and the ``mkstemp`` names of earlier versions) untouched
+            for ``STALE_AGE_S``. ``clean_stale_temps(folder)`` removes them;
+            every writer of a folder calls it when it starts.
+run stamp   ``run_stamp()``: ``<UTC time>-<pid>`` (``20250131T235959Z-4242``),
+            part of file names that must differ from every earlier run's.
+
 Every writer of chunks, SGF, checkpoints, weights and loop state goes
 through here.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
-import tempfile
+import re
+import secrets
+import socket
+import time
 from pathlib import Path
 from typing import Iterator
 
+STALE_AGE_S = 3600.0
+HOST = hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+_TEMP = re.compile(r"^\..+\.(?P<pid>\d+)-(?P<host>[0-9a-f]{8})-[0-9a-f]{8}\.tmp$")
+_LEGACY_TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")  # tempfile.mkstemp(prefix=".<name>.", suffix=".tmp")
+
+
+class NameTaken(FileExistsError):
+    """``atomic_path(..., replace=False)`` found its target name taken."""
+
+
+def temp_name(target: Path) -> Path:
+    """A fresh temporary name for ``target`` (see the module's vocabulary)."""
+    return target.with_name(f".{target.name}.{os.getpid()}-{HOST}-{secrets.token_hex(4)}.tmp")
+
+
+def _create_temp(target: Path) -> Path:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    while True:
+        tmp = temp_name(target)
+        try:
+            fd = os.open(tmp, flags, 0o666)  # the umask applies, as for open()
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY if os.name == "posix" else os.O_RDWR)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _commit_new(tmp: Path, target: Path) -> None:
+    """Give ``tmp`` the name ``target`` unless that name exists."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise NameTaken(f"{target}: exists; not replaced") from None
+    except (OSError, NotImplementedError, AttributeError):  # no hard links here: claim the name, then fill it
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            raise NameTaken(f"{target}: exists; not replaced") from None
+        os.replace(tmp, target)
+        return
+    os.unlink(tmp)
+
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike, replace: bool = True) -> Iterator[Path]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
-    os.close(fd)
+    tmp = _create_temp(target)
     try:
-        yield Path(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        yield tmp
+        _fsync_file(tmp)
+        if replace:
+            os.replace(tmp, target)
+        else:
+            _commit_new(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -49,11 +124,59 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
-    with atomic_path(path) as tmp:
+def write_bytes_atomic(path: str | os.PathLike, data: bytes, replace: bool = True) -> None:
+    with atomic_path(path, replace=replace) as tmp:
         tmp.write_bytes(data)
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+def write_text_atomic(path: str | os.PathLike, text: str, replace: bool = True) -> None:
     """UTF-8 text, written as is (no newline translation)."""
-    write_bytes_atomic(path, text.encode("utf-8"))
+    write_bytes_atomic(path, text.encode("utf-8"), replace=replace)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":  # os.kill(pid, 0) would end the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, someone else's
+        return True
+    return True
+
+
+def is_stale_temp(path: Path, now: float | None = None) -> bool:
+    """True for a temporary of this program's names whose writer is gone."""
+    m = _TEMP.match(path.name)
+    if m is None and not _LEGACY_TEMP.match(path.name):
+        return False
+    try:
+        age = (time.time() if now is None else now) - path.stat().st_mtime
+    except OSError:
+        return False
+    if age >= STALE_AGE_S:
+        return True
+    return m is not None and m.group("host") == HOST and not _pid_alive(int(m.group("pid")))
+
+
+def clean_stale_temps(folder: str | os.PathLike) -> list[Path]:
+    """Remove the stale temporaries in ``folder`` (not below it); returns them."""
+    d = Path(folder)
+    if not d.is_dir():
+        return []
+    now = time.time()
+    removed = []
+    for f in d.glob(".*.tmp"):
+        if f.is_file() and is_stale_temp(f, now):
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
+                removed.append(f)
+    return removed
+
+
+def run_stamp() -> str:
+    """``<UTC time>-<pid>``: differs from every other run's (see the vocabulary)."""
+    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}"

@@ -20,7 +20,16 @@ phase       "selfplay", "train" or "eval"; state.json is rewritten atomically
             after each, so a run killed at any moment (SIGKILL included)
             continues from the last finished step: self-play counts the games
             already in its generation's chunks, and training resumes from its
-            last checkpoint.
+            last readable checkpoint (a training phase that had finished
+            hands back its export again). A state file with another phase,
+            or no loop state at all, is refused with its name.
+signals     SIGINT and SIGTERM during self-play stop it cleanly and end the
+            loop after it; self-play processes end with the loop even when it
+            is killed. Killed temporaries are cleaned at start
+            (``fileio.clean_stale_temps``).
+errors      a bad config or state file: one line, exit status 2; a failure
+            during the run (self-play, training, a weights file, the disk):
+            one line, exit status 1.
 gating      with ``gating = true`` the new network becomes the best only if it
             wins at least ``gating_win_rate`` of the evaluation games;
             otherwise it always does (the evaluation is only reported).
@@ -41,9 +50,11 @@ from pathlib import Path
 import numpy as np
 
 from .configfile import Bad, ConfigError, at_least, check_tables, fill, read_toml, within
-from .fileio import atomic_path
+from .fileio import atomic_path, clean_stale_temps
+from .killpoint import kill_point
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
+PHASES = ("selfplay", "train", "eval")
 
 
 @dataclass
@@ -85,12 +96,29 @@ class Workspace:
         return self.root / "state.json"
 
     def load_state(self) -> LoopState:
+        """The saved state (a fresh one without a file); ConfigError naming
+        the file for anything that is not a loop state."""
         if not self.state_path.exists():
             return LoopState()
         try:
-            return LoopState(**json.loads(self.state_path.read_text()))
-        except (json.JSONDecodeError, TypeError) as e:
+            st = LoopState(**json.loads(self.state_path.read_text()))
+        except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as e:
             raise ConfigError(f"{self.state_path}: not a loop state file ({e})") from None
+        except OSError as e:
+            raise ConfigError(f"{self.state_path}: cannot read ({e.strerror or e})") from None
+        if st.phase not in PHASES:
+            raise ConfigError(f"{self.state_path}: unknown phase {st.phase!r} (expected one of "
+                              f"{', '.join(PHASES)})")
+        if not isinstance(st.generation, int) or st.generation < 1:
+            raise ConfigError(f"{self.state_path}: generation {st.generation!r} is not a whole number from 1")
+        if not isinstance(st.summaries, list) or not all(isinstance(x, dict) and "generation" in x
+                                                         for x in st.summaries):
+            raise ConfigError(f"{self.state_path}: summaries is not a list of per-generation records")
+        return st
+
+    def clean_stale(self) -> list[Path]:
+        """Remove the stale temporaries of killed writes (state, weights, logs)."""
+        return [p for d in (self.root, self.root / "weights", self.root / "logs") for p in clean_stale_temps(d)]
 
     def save_state(self, st: LoopState) -> None:
         with atomic_path(self.state_path) as tmp:
@@ -131,14 +159,20 @@ def load_loop_config(path: str):
         sp["search"] = fill(SearchConfig, raw["search"], str(path), "search")
     sp_cfg = fill(SelfplayConfig, sp, str(path), "selfplay")
     train_cfg = from_dict({k: raw[k] for k in TRAIN_SECTIONS if k in raw}, str(path))
+    if set(sp_cfg.board_sizes) != {train_cfg.data.board_size}:
+        raise ConfigError(f"{path}: [data] board_size {train_cfg.data.board_size} differs from [selfplay] "
+                          f"board_sizes {sp_cfg.board_sizes}: the loop trains on its own games, so both "
+                          "must name the same single size")
     return loop_cfg, sp_cfg, train_cfg
 
 
-def last_checkpoint_step(out: Path) -> int | None:
-    from .train.checkpoint import list_checkpoints
+def last_checkpoint_step(out: Path, warn=None) -> int | None:
+    """The step of the newest readable checkpoint under ``out`` (newer
+    unreadable ones are set aside with a warning: ``newest_readable``)."""
+    from .train.checkpoint import newest_readable
 
-    found = list_checkpoints(out)
-    return found[-1][0] if found else None
+    found = newest_readable(out, warn or (lambda text: print(f"warning: {text}", file=sys.stderr)))
+    return int(found[1]["step"]) if found else None
 
 
 class Loop:
@@ -151,6 +185,9 @@ class Loop:
 
     def say(self, text: str) -> None:
         print(f"[loop {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+    def warn(self, text: str) -> None:
+        print(f"[loop {time.strftime('%H:%M:%S')}] warning: {text}", file=sys.stderr, flush=True)
 
     def _stopping(self) -> bool:
         return self._interrupted or self.ws.stop_requested()
@@ -187,12 +224,15 @@ class Loop:
             def close(self, statuses):
                 reporter.close(statuses)
 
-        run_selfplay(cfg, _StopAware())
+        def interrupted(_signum: int) -> None:
+            self._interrupted = True
+
+        run_selfplay(cfg, _StopAware(), on_signal=interrupted)
         done, _ = self.ws.games_in_generation(st.generation)
         return done >= self.cfg.games_per_generation
 
     def train(self, st: LoopState) -> dict:
-        from .train.trainer import train
+        from .train.trainer import TrainError, train
 
         cfg = self.train_cfg
         target = st.generation * self.cfg.steps_per_generation
@@ -200,15 +240,17 @@ class Loop:
         cfg.data.dir = str(self.ws.root / "data")
         cfg.run.out = str(ck)
         cfg.run.export_every = max(cfg.run.export_every, target + 1)  # export once, at the end
-        last = last_checkpoint_step(ck)
+        last = last_checkpoint_step(ck, self.warn)
         resume = last is not None
         # a new generation keeps the model and optimizer but picks a new window
         refresh = resume and last <= st.train_start_step
         self.say(f"generation {st.generation}: train to step {target}"
                  + (f" (resuming at {last})" if resume else ""))
-        result = train(cfg, steps=target, resume=resume, refresh_window=refresh, progress=None)
+        # "auto" without a checkpoint: the first generation, started afresh over what a kill left
+        result = train(cfg, steps=target, resume=True if resume else "auto", refresh_window=refresh,
+                       progress=None)
         if result.export is None:
-            raise RuntimeError("training ended without an exported network")
+            raise TrainError(f"{ck}: training reached step {result.steps} without an exported network")
         dest = self.ws.weights(st.generation)
         with atomic_path(dest) as tmp:
             shutil.copyfile(result.export, tmp)
@@ -244,6 +286,8 @@ class Loop:
     # ---- driver --------------------------------------------------------------
     def run(self) -> int:
         st = self.ws.load_state()
+        for stale in self.ws.clean_stale():
+            self.say(f"removed {stale}, the temporary file of a killed write")
         self.say(f"workspace {self.ws.root}: generation {st.generation}, phase {st.phase}, best {st.best}")
         while self.cfg.generations == 0 or st.generation <= self.cfg.generations:
             if self._stopping():
@@ -259,13 +303,14 @@ class Loop:
                     return 0
                 games, positions = self.ws.games_in_generation(st.generation)
                 summary.update(games=games, positions=positions)
-                st.train_start_step = last_checkpoint_step(self.ws.root / "checkpoints") or 0
+                st.train_start_step = last_checkpoint_step(self.ws.root / "checkpoints", self.warn) or 0
                 st.phase = "train"
                 self.ws.save_state(st)
             if st.phase == "train":
                 if self._stopping():
                     continue
                 summary.update(self.train(st))
+                kill_point("loop-trained")  # the export is in weights/, the state still says "train"
                 st.phase = "eval"
                 self.ws.save_state(st)
             if st.phase == "eval":
@@ -328,8 +373,26 @@ def main(argv: list[str] | None = None) -> int:
         except Bad as e:
             print(f"sayuri-async loop: {e.located('command line', None)}", file=sys.stderr)
             return 2
+    return _run(loop)
+
+
+def _run(loop: Loop) -> int:
+    """``loop.run()`` with every error as one line (see the vocabulary)."""
+    from .net.weights import WeightsError
+    from .selfplay.runner import SelfplayError
+    from .selfplay.writer_proc import WriterError
+    from .train.trainer import TrainError
+
     try:
         return loop.run()
+    except ConfigError as e:
+        print(f"sayuri-async loop: {e}", file=sys.stderr)
+        return 2
+    except (SelfplayError, WriterError, TrainError, WeightsError, OSError) as e:
+        text = " ".join(str(e).split())
+        print(f"sayuri-async loop: {text}; the next start continues from the last finished step",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("sayuri-async loop: interrupted; the next start continues from the last finished step",
               file=sys.stderr)

@@ -127,3 +127,33 @@ def test_damaged_data_is_reported(tmp_path):
             list(iter_records(path))
     written, warnings = convert([str(tmp_path / "v3.txt")], tmp_path / "out")
     assert not written and "record version 3" in warnings[0]
+
+
+def test_import_goes_through_the_atomic_writer_and_keeps_earlier_imports(tmp_path, monkeypatch):
+    import os
+
+    from sayuri_async import fileio
+
+    text, _ = game_records(np.random.default_rng(3))
+    src = tmp_path / "a.txt"
+    src.write_text(text)
+    used = []
+    real = fileio.atomic_path
+
+    def spy(path, replace=True):
+        used.append((os.path.basename(path), replace))
+        return real(path, replace=replace)
+
+    monkeypatch.setattr("sayuri_async.sayuri.data.atomic_path", spy)
+    old = os.umask(0o022)
+    try:
+        first, _ = convert([str(src)], tmp_path / "data")
+        before = {p: open(p, "rb").read() for p in first}
+        second, _ = convert([str(src)], tmp_path / "data")  # the same pid, maybe the same second
+    finally:
+        os.umask(old)
+    assert {os.path.basename(p) for p in first + second} <= {name for name, _ in used}
+    assert all(replace is False for _, replace in used)
+    assert len(set(first + second)) == 4 and len(list((tmp_path / "data").iterdir())) == 4
+    assert all(open(p, "rb").read() == data for p, data in before.items())
+    assert all(os.stat(p).st_mode & 0o777 == 0o644 for p in first + second)

@@ -393,7 +393,9 @@ def dump_sgf(game: Game, info: SgfInfo | None = None, *, result: str | None = No
 
 
 def save_sgf_file(
-    path: str | os.PathLike, game: Game, info: SgfInfo | None = None, *, result: str | None = None
+    path: str | os.PathLike, game: Game, info: SgfInfo | None = None, *, result: str | None = None,
+    replace: bool = True,
 ) -> None:
-    """Write the game to ``path`` atomically (see ``dump_sgf``)."""
-    write_text_atomic(path, dump_sgf(game, info, result=result))
+    """Write the game to ``path`` atomically (see ``dump_sgf``); with
+    ``replace=False`` an existing file stays and ``fileio.NameTaken`` is raised."""
+    write_text_atomic(path, dump_sgf(game, info, result=result), replace=replace)

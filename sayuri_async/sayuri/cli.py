@@ -77,7 +77,11 @@ def data_main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from .data import convert
 
-    written, warnings = convert(args.files, args.out, args.generation)
+    try:
+        written, warnings = convert(args.files, args.out, args.generation)
+    except OSError as e:
+        print(f"import-data: cannot write to {args.out}: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
     for w in warnings:
         print(f"import-data: {w}", file=sys.stderr)
     print(f"wrote {len(written)} chunk(s) to {args.out}")

@@ -29,6 +29,9 @@ next record's last-move plane when that record continues the same game one
 ply later, else -1; ``game`` counts runs of such consecutive records (Sayuri
 leaves out positions it does not record, so one game can span several runs);
 ``root_value`` is ``(average Q + 1) / 2``.
+
+Output: ``chunk-<generation>-<run stamp>-<serial>.npz`` (``fileio.run_stamp``),
+written through ``fileio.atomic_path`` and never over an existing file.
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ..fileio import NameTaken, atomic_path, run_stamp
 from .encoder import MISC_PLANES, NAME, P_KOMI, P_NEG_KOMI, P_ONES, P_RULE, PLANES, komi_count
 
 RECORD_LINES = 53
@@ -243,18 +247,15 @@ def read_sayuri_chunk(path: str | os.PathLike) -> dict[int, dict[str, Any]]:
     return records_to_samples(list(iter_records(path)), name=f"sayuri:{Path(path).name}")
 
 
-def write_chunk(path: str | os.PathLike, arrays: dict[str, Any]) -> None:
-    """Write one group of samples as our chunk (atomic rename)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.npz")
+def write_chunk(path: str | os.PathLike, arrays: dict[str, Any], replace: bool = True) -> None:
+    """Write one group of samples as our chunk through the project's atomic
+    writer (``fileio.atomic_path``; ``replace=False``: an existing file stays
+    and ``fileio.NameTaken`` is raised)."""
     data = {k: v for k, v in arrays.items() if k != "meta"}
     data["meta"] = np.array(json.dumps(arrays["meta"]))
-    try:
-        np.savez_compressed(tmp, **data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_path(path, replace=replace) as tmp:
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, **data)
 
 
 def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0) -> tuple[list[str], list[str]]:
@@ -265,6 +266,7 @@ def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0) -
     out.mkdir(parents=True, exist_ok=True)
     written: list[str] = []
     warnings: list[str] = []
+    stamp = run_stamp()  # names differ from every earlier import's and self-play run's
     serial = 0
     for src in paths:
         try:
@@ -273,10 +275,15 @@ def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0) -
             warnings.append(f"skipping {e}")
             continue
         for n, arrays in groups.items():
-            dst = out / f"chunk-{generation}-{os.getpid()}-{serial:06d}.npz"
-            write_chunk(dst, arrays)
+            while True:
+                dst = out / f"chunk-{generation}-{stamp}-{serial:06d}.npz"
+                serial += 1
+                try:
+                    write_chunk(dst, arrays, replace=False)
+                    break
+                except NameTaken:
+                    continue
             written.append(str(dst))
-            serial += 1
     return written, warnings
 
 

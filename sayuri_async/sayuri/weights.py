@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..fileio import atomic_path
 from ..net.weights import WeightsError
 from .model import (ACTIVATIONS, POLICY_OUTPUTS, VALUE_MISC, BlockSpec, SayuriConfig,
                     SayuriNet)
@@ -378,13 +379,8 @@ def save_imported(path: str | os.PathLike, net: SayuriNet, meta: dict[str, Any] 
     header = _header(net, meta)  # reads only config.to_dict/encoder/sizes/short_name
     header["architecture"] = "sayuri"
     tensors = {k: t.detach().to("cpu", torch.float32).contiguous() for k, t in net.state_dict().items()}
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
+    with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata=header)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _load_imported(path: str, md: dict[str, str]) -> tuple[SayuriNet, dict[str, Any]]:

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sayuri-async selfplay: weights file {cfg.weights} does not exist", file=sys.stderr)
         return 2
     from .report import PlainReporter
-    from .runner import run_selfplay
+    from .runner import SelfplayError, run_selfplay
 
     reporter = None
     if not args.no_tui and sys.stdout.isatty():
@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{cfg.procs} proc(s), batch {cfg.batch_size}, playouts {cfg.playouts}, out {cfg.out}", flush=True)
     try:
         run_selfplay(cfg, reporter)
+    except SelfplayError as e:  # a failure during the run (a full disk, a crashed engine)
+        print(f"sayuri-async selfplay: {e}", file=sys.stderr)
+        return 1
     except Exception as e:  # a weights or device problem: say it plainly
         from ..net.weights import WeightsError
 

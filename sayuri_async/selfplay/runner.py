@@ -11,21 +11,46 @@ engine process  with ``procs > 1`` (or several devices) each process runs its
             own event loop, batcher and backend; it sends its status through a
             queue and reads controls from another. ``parallel_games`` and
             ``batch_size`` are per process.
+lifetime    SIGINT and SIGTERM stop a run cleanly (whole files only), in one
+            process or many; engine processes stop the same way when their
+            parent dies, SIGKILL included (``lifetime.die_with_parent``), and
+            their writer processes follow them.
+tags        an engine's writer tag (part of every file name) is the run's
+            ``fileio.run_stamp()`` (plus ``-p<i>`` per engine process), so no
+            run reuses an earlier run's names.
+failure     an engine that fails (a full disk, a crash) stops the others;
+            the run then raises ``SelfplayError`` naming the process(es) and
+            the first error, in one line.
 Summary     the final figures: games, positions, chunks, evals/s over the run.
 """
 from __future__ import annotations
 
 import asyncio
 import multiprocessing as mp
+import os
 import queue
 import signal
-import sys
 import time
 from dataclasses import replace
+from typing import Callable
 
+from ..fileio import run_stamp
+from ..lifetime import die_with_parent, parent_alive, stop_on_signals
 from .config import SelfplayConfig
 
 STATUS_INTERVAL = 0.5
+STOP_GRACE_S = 60.0  # an engine whose parent died has this long to write its whole games
+DEAD_SILENT_S = 2.0  # an engine gone this long without its last status failed
+OnSignal = Callable[[int], None]
+
+
+class SelfplayError(RuntimeError):
+    """Self-play failed; the one-line message names the process(es) and the error."""
+
+
+def describe(e: BaseException) -> str:
+    """One line: the exception's kind and message."""
+    return " ".join(f"{type(e).__name__}: {e}".split())
 
 
 def install_uvloop() -> str:
@@ -43,8 +68,6 @@ def make_engine_backend(cfg: SelfplayConfig, device: str):
     """The backend of one engine process. On a CPU the cores are shared out
     between the engine processes, so K processes do not each start a torch
     thread per core."""
-    import os
-
     from ..net.backends import make_backend
 
     from ..features import DEFAULT_ENCODER
@@ -63,6 +86,8 @@ async def _serve_engine(engine, interval: float, on_status, get_controls) -> Non
     try:
         while not run.done():
             await asyncio.wait([run], timeout=interval)
+            if run.done():
+                break  # its result (or failure) is taken below
             for cmd in get_controls():
                 engine.control(cmd)
             on_status(engine.status())
@@ -73,22 +98,10 @@ async def _serve_engine(engine, interval: float, on_status, get_controls) -> Non
             await run
 
 
-def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop) -> None:
-    """SIGINT and SIGTERM call ``stop`` (a clean stop: whole files only).
-    Where the loop cannot watch signals itself (Windows' event loop) a plain
-    handler forwards them to it; off the main thread no signal is delivered
-    here at all (the caller's thread owns Ctrl-C), so nothing is installed."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop)
-        except NotImplementedError:  # Windows' loop cannot watch signals: forward them to it
-            signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop))
-        except (RuntimeError, ValueError):  # not the main thread
-            return
-
-
-def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL) -> list[dict]:
-    """One engine in this process; Ctrl-C stops it cleanly."""
+def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL,
+                  on_signal: OnSignal | None = None) -> list[dict]:
+    """One engine in this process; Ctrl-C and SIGTERM stop it cleanly (and
+    call ``on_signal(signum)``)."""
     from .engine import Engine
 
     install_uvloop()
@@ -96,8 +109,14 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
     final: list[dict] = []
 
     async def main() -> None:
-        engine = Engine(cfg, backend)
-        _stop_on_signals(asyncio.get_running_loop(), engine.stop)
+        engine = Engine(cfg, backend, tag=run_stamp())
+
+        def stop(signum: int) -> None:
+            if on_signal is not None:
+                on_signal(signum)
+            engine.stop()
+
+        stop_on_signals(asyncio.get_running_loop(), stop)
         pending: list[dict] = []
 
         def on_status(st: dict) -> None:
@@ -112,7 +131,10 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
         try:
             await _serve_engine(engine, interval, on_status, controls)
         finally:
-            final[:] = [engine.status()]
+            try:
+                final[:] = [engine.status()]
+            except Exception:  # a failed writer has no figures to give; the error says why
+                pass
             engine.close()
 
     try:
@@ -123,16 +145,21 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
     return final
 
 
-def _child(cfg: SelfplayConfig, device: str, tag: str, num_games: int, status_q, ctrl_q) -> None:
-    """Entry point of one engine process."""
+def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_games: int, status_q, ctrl_q,
+           parent_pid: int) -> None:
+    """Entry point of one engine process: it sends ``(tag, status, done,
+    error)`` tuples, the last with ``done`` and the error's one-line text (or
+    None), and exits 1 after a failure. It stops cleanly on SIGTERM and when
+    its parent dies (``lifetime.die_with_parent``)."""
+    die_with_parent(parent_pid, signal.SIGTERM, STOP_GRACE_S)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     from .engine import Engine
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    install_uvloop()
-    backend = make_engine_backend(cfg, device)
+    final: list[dict | None] = [None]
+    error: str | None = None
 
-    async def main() -> None:
-        engine = Engine(cfg, backend, tag=tag, num_games=num_games)
+    async def main(backend) -> None:
+        engine = Engine(cfg, backend, tag=writer_tag, num_games=num_games)
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, engine.stop)
 
@@ -144,88 +171,147 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, num_games: int, status_q,
                 except queue.Empty:
                     return out
 
+        def on_status(st: dict) -> None:
+            if parent_alive(parent_pid):  # nobody reads an orphan's figures
+                status_q.put((tag, st, False, None))
+
         try:
-            await _serve_engine(engine, STATUS_INTERVAL, lambda st: status_q.put((tag, st, False)), controls)
+            await _serve_engine(engine, STATUS_INTERVAL, on_status, controls)
         finally:
-            status_q.put((tag, engine.status(), True))
+            try:
+                final[0] = engine.status()
+            except Exception:  # a failed writer has no figures to give; the error says why
+                pass
             engine.close()
 
     try:
-        asyncio.run(main())
-    finally:
-        backend.close()
+        install_uvloop()
+        backend = make_engine_backend(cfg, device)
+        try:
+            asyncio.run(main(backend))
+        finally:
+            backend.close()
+    except Exception as e:
+        error = describe(e)
+    if parent_alive(parent_pid):
+        status_q.put((tag, final[0], True, error))
+    else:
+        status_q.cancel_join_thread()  # no reader left: do not wait to flush at exit
+    if error is not None:
+        raise SystemExit(1)
 
 
-def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL) -> list[dict]:
-    """``cfg.procs`` engine processes per device in ``cfg.device``."""
+def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL,
+                     on_signal: OnSignal | None = None) -> list[dict]:
+    """``cfg.procs`` engine processes per device in ``cfg.device``. SIGINT and
+    SIGTERM stop them cleanly (and call ``on_signal(signum)``); they end with
+    this process if it dies. A failed engine stops the others and raises
+    SelfplayError once all have ended."""
     devices = [d.strip() for d in cfg.device.split(",") if d.strip()] or ["cpu"]
     slots = [(d, k) for d in devices for k in range(cfg.procs)]
     total = len(slots)
     ctx = mp.get_context("spawn")  # CUDA does not survive fork
-    status_q = ctx.Queue()
-    procs, ctrls = [], []
-    for i, (dev, k) in enumerate(slots):
-        share = 0 if cfg.num_games <= 0 else cfg.num_games // total + (1 if i < cfg.num_games % total else 0)
-        if cfg.num_games > 0 and share == 0:
-            continue
-        ctrl_q = ctx.Queue()
-        tag = f"p{i}"
-        child_cfg = replace(cfg, seed=(cfg.seed + 7919 * i) if cfg.seed else 0)
-        p = ctx.Process(target=_child, args=(child_cfg, dev, tag, share, status_q, ctrl_q), name=f"selfplay-{tag}")
-        p.start()
-        procs.append(p)
-        ctrls.append(ctrl_q)
+    stamp = run_stamp()  # file names of this run differ from every earlier run's
     latest: dict[str, dict] = {}
     finished: set[str] = set()
+    errors: dict[str, str] = {}
+    procs: list = []
+    ctrls: list = []
     stopping = False
 
-    def stop(*_a) -> None:
+    def stop(signum: int | None = None, _frame=None) -> None:
         nonlocal stopping
+        if signum is not None and on_signal is not None:
+            on_signal(signum)
         if not stopping:
             stopping = True
             for q in ctrls:
                 q.put({"stop": True})
 
-    old = signal.signal(signal.SIGINT, stop)
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        status_q = ctx.Queue()
+        for i, (dev, k) in enumerate(slots):
+            share = 0 if cfg.num_games <= 0 else cfg.num_games // total + (1 if i < cfg.num_games % total else 0)
+            if cfg.num_games > 0 and share == 0:
+                continue
+            ctrl_q = ctx.Queue()
+            tag = f"p{i}"
+            child_cfg = replace(cfg, seed=(cfg.seed + 7919 * i) if cfg.seed else 0)
+            p = ctx.Process(target=_child, args=(child_cfg, dev, tag, f"{stamp}-{tag}", share, status_q, ctrl_q,
+                                                 os.getpid()), name=f"selfplay-{tag}")
+            ctrls.append(ctrl_q)
+            if stopping:
+                break
+            p.start()
+            procs.append(p)
+        dead_since: dict[str, float] = {}
         next_report = time.monotonic() + interval
         while len(finished) < len(procs):
             try:
-                tag, st, done = status_q.get(timeout=0.1)
-                latest[tag] = st
+                tag, st, done, error = status_q.get(timeout=0.1)
+                if st is not None:
+                    latest[tag] = st
                 if done:
                     finished.add(tag)
+                if error is not None:
+                    errors[tag] = error
+                    stop()
             except queue.Empty:
                 pass
-            if all(not p.is_alive() for p in procs) and status_q.empty():
-                break
-            if time.monotonic() >= next_report:
-                next_report = time.monotonic() + interval
+            now = time.monotonic()
+            for p in procs:
+                tag = p.name.removeprefix("selfplay-")
+                if tag not in finished and not p.is_alive():
+                    if now - dead_since.setdefault(tag, now) > DEAD_SILENT_S:
+                        finished.add(tag)
+                        errors[tag] = f"exited with code {p.exitcode} before its last report"
+                        stop()
+            if now >= next_report:
+                next_report = now + interval
                 for cmd in reporter.update(list(latest.values())) or []:
                     if cmd.get("stop"):
                         stop()
                     else:
                         for q in ctrls:
                             q.put(cmd)
+    except BaseException:  # the reporter failed: stop the engines before waiting for them
+        stop()
+        raise
     finally:
-        signal.signal(signal.SIGINT, old)
         for p in procs:
-            p.join(timeout=60)
+            p.join(timeout=STOP_GRACE_S)
             if p.is_alive():
                 p.terminate()
+                p.join(timeout=10)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     final = list(latest.values())
     reporter.close(final)
-    failed = [p.name for p in procs if p.exitcode not in (0, None)]
-    if failed:
-        print(f"sayuri-async: engine process(es) {', '.join(failed)} failed", file=sys.stderr)
+    for p in procs:
+        tag = p.name.removeprefix("selfplay-")
+        if p.exitcode not in (0, None) and tag not in errors:
+            errors[tag] = f"exited with code {p.exitcode}"
+    if errors:
+        names = ", ".join(f"selfplay-{t}" for t in sorted(errors))
+        first = errors[sorted(errors)[0]]
+        raise SelfplayError(f"engine process{'es' if len(errors) > 1 else ''} {names} failed: {first}")
     return final
 
 
-def run_selfplay(cfg: SelfplayConfig, reporter) -> list[dict]:
+def run_selfplay(cfg: SelfplayConfig, reporter, on_signal: OnSignal | None = None) -> list[dict]:
+    """Self-play in this process or in engine processes (see the vocabulary).
+    A failure of the run (a full disk, a crashed engine) raises SelfplayError
+    naming what failed; ``on_signal(signum)`` hears SIGINT and SIGTERM, which
+    stop the run cleanly."""
     from .writer import clean_stale_temp
+    from .writer_proc import WriterError
 
     clean_stale_temp(cfg.out)
     devices = [d for d in cfg.device.split(",") if d.strip()]
     if cfg.procs == 1 and len(devices) <= 1:
-        return run_inprocess(cfg, reporter)
-    return run_multiprocess(cfg, reporter)
+        try:
+            return run_inprocess(cfg, reporter, on_signal=on_signal)
+        except (WriterError, OSError) as e:
+            raise SelfplayError(f"self-play failed: {describe(e)}") from None
+    return run_multiprocess(cfg, reporter, on_signal=on_signal)

@@ -5,10 +5,14 @@ Vocabulary
 ChunkWriter  collects GameRecords per board size and writes a chunk (the
              ``.npz`` schema of ``docs/data-format.md``) every ``chunk_games``
              games and on ``close()``; every file goes through a temporary
-             name and a rename (``fileio.atomic_path``).
+             name (``fileio.atomic_path``) and never replaces an existing
+             file: a name already taken moves on to the next serial.
 chunk name   ``chunk-<generation>-<tag>-<serial>.npz``: the generation of the
              network that played (six digits; the RL loop's counter, 0
-             outside it), then ``tag`` to tell processes apart.
+             outside it), then ``tag`` to tell processes and runs apart (the
+             runner makes it ``<run stamp>-p<i>``, see ``fileio.run_stamp``),
+             then a serial from 1. SGF files are
+             ``game-<generation>-<tag>-<game serial>.sgf``.
 read_chunk   loads and checks a chunk: any missing key, wrong dtype or shape
              raises ChunkError naming the file and the problem.
 """
@@ -21,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fileio import atomic_path
+from ..fileio import NameTaken, atomic_path, clean_stale_temps
 from ..go import board as B
 from ..go.sgf import SgfInfo, save_sgf_file
 from .game import GameRecord
@@ -85,8 +89,10 @@ def records_to_arrays(records: list[GameRecord], planes: int) -> dict[str, np.nd
     return out
 
 
-def write_chunk(path: str | os.PathLike, records: list[GameRecord], encoder: str, planes: int, generator: str) -> int:
-    """Write one chunk atomically; returns the number of positions."""
+def write_chunk(path: str | os.PathLike, records: list[GameRecord], encoder: str, planes: int, generator: str,
+                replace: bool = True) -> int:
+    """Write one chunk atomically; returns the number of positions. With
+    ``replace=False`` an existing ``path`` raises ``fileio.NameTaken``."""
     arrays = records_to_arrays(records, planes)
     meta = {
         "format": FORMAT,
@@ -97,7 +103,7 @@ def write_chunk(path: str | os.PathLike, records: list[GameRecord], encoder: str
         "games": len(records),
         "generator": generator,
     }
-    with atomic_path(path) as tmp:
+    with atomic_path(path, replace=replace) as tmp:
         with open(tmp, "wb") as f:
             np.savez_compressed(f, meta=np.array(json.dumps(meta)), **arrays)
     return int(arrays["action"].shape[0])
@@ -147,16 +153,13 @@ def read_chunk(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
 
 
 def clean_stale_temp(out_dir: str | os.PathLike) -> int:
-    """Remove temporary files a killed run left in ``data/`` and ``sgf/``
-    (call before any writer of this folder starts). Returns how many."""
-    removed = 0
-    for sub in ("data", "sgf"):
-        d = Path(out_dir) / sub
-        if d.is_dir():
-            for f in d.glob(".*.tmp"):
-                f.unlink(missing_ok=True)
-                removed += 1
-    return removed
+    """Remove the stale temporaries (``fileio.is_stale_temp``: their writer is
+    gone) a killed run left in ``data/`` and ``sgf/``; those of a writer
+    still at work stay. Returns how many."""
+    return sum(len(clean_stale_temps(Path(out_dir) / sub)) for sub in ("data", "sgf"))
+
+
+NAME_TRIES = 10_000  # serials tried past taken names before giving up
 
 
 class ChunkWriter:
@@ -182,7 +185,15 @@ class ChunkWriter:
         self._games += 1
         if self.write_sgf and rec.game is not None:
             info = SgfInfo(black=self.generator, white=self.generator, result=rec.result)
-            save_sgf_file(self.sgf_dir / f"game-{self.generation:06d}-{self.tag}-{self._games:06d}.sgf", rec.game, info, result=rec.result)
+            for _ in range(NAME_TRIES):
+                path = self.sgf_dir / f"game-{self.generation:06d}-{self.tag}-{self._games:06d}.sgf"
+                try:
+                    save_sgf_file(path, rec.game, info, result=rec.result, replace=False)
+                    break
+                except NameTaken:
+                    self._games += 1
+            else:
+                raise NameTaken(f"{self.sgf_dir}: {NAME_TRIES} SGF names of tag {self.tag} are taken")
         if len(rec) == 0:
             return
         bucket = self._pending.setdefault(rec.size, [])
@@ -194,9 +205,17 @@ class ChunkWriter:
         recs = self._pending.pop(size, [])
         if not recs:
             return
-        self._serial += 1
-        path = self.data_dir / f"chunk-{self.generation:06d}-{self.tag}-{self._serial:06d}.npz"
-        self.positions_written += write_chunk(path, recs, self.encoder, self.planes, self.generator)
+        for _ in range(NAME_TRIES):
+            self._serial += 1
+            path = self.data_dir / f"chunk-{self.generation:06d}-{self.tag}-{self._serial:06d}.npz"
+            try:
+                self.positions_written += write_chunk(path, recs, self.encoder, self.planes, self.generator,
+                                                      replace=False)
+                break
+            except NameTaken:
+                continue
+        else:
+            raise NameTaken(f"{self.data_dir}: {NAME_TRIES} chunk names of tag {self.tag} are taken")
         self.chunks_written += 1
 
     def close(self) -> None:

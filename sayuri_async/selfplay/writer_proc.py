@@ -23,7 +23,10 @@ failure        an exception in the writer process comes back as text and is
 orphan         when the engine dies without closing it (SIGKILL), the writer
                finishes the file it is writing and exits: every file is
                whole either way (temporary name, then rename); games not yet
-               sent and unfinished chunks are lost with the engine.
+               sent and unfinished chunks are lost with the engine. The end
+               of the pipe tells it; a parent watch
+               (``lifetime.die_with_parent``) ends it ``ORPHAN_GRACE_S``
+               after the engine's death should it still be running then.
 
 Why a process and not a thread: sgfmill's serialisation is Python and would
 hold the GIL the event loop needs. Measured on the 2-core CPU machine, 9x9
@@ -32,26 +35,31 @@ at 64 playouts: writing SGF on the loop took 12-16% of the games per second.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue
 import signal
 import threading
 from typing import Any
 
+from ..lifetime import die_with_parent
 from .game import GameRecord
 from .writer import ChunkWriter
 
 QUEUE_GAMES = 256  # finished games waiting for the feeder before add() blocks (back-pressure)
+ORPHAN_GRACE_S = 60.0
 
 
 class WriterError(RuntimeError):
     """The writer process failed; the message names the folder and the error."""
 
 
-def _main(settings: dict[str, Any], games, replies) -> None:
+def _main(settings: dict[str, Any], games, replies, parent_pid: int) -> None:
     """The writer process: write every game read from ``games`` until the
     end mark (None) or the end of the pipe (the engine is gone), reporting
     progress and failures on ``replies``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the engine ends us with the end mark after its last game
+    die_with_parent(parent_pid, None, ORPHAN_GRACE_S)  # the pipe's end stops us; this is the deadline
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the engine ends us with the end mark after its last game
+        signal.signal(sig, signal.SIG_IGN)
     try:
         w = ChunkWriter(**settings)
         chunks = 0
@@ -87,7 +95,7 @@ class WriterProcess:
         ctx = mp.get_context("spawn")
         games_in, self._games = ctx.Pipe(duplex=False)
         self._replies, replies_out = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_main, args=(settings, games_in, replies_out),
+        self._proc = ctx.Process(target=_main, args=(settings, games_in, replies_out, os.getpid()),
                                  name=f"writer-{tag}", daemon=True)
         self._proc.start()
         games_in.close()  # the child's ends: this process keeps only its own

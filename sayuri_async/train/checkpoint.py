@@ -17,6 +17,15 @@ Vocabulary:
   log         ``<out>/train_log.csv``: one row per logging interval (columns
               ``LOG_COLUMNS``); on resume, rows after the checkpoint's step are
               dropped so the file reads as one uninterrupted run.
+  unreadable  a checkpoint that fails to load is renamed
+              ``ckpt-<step>.pt.unreadable`` (out of the rotation, kept to look
+              at) and the next older one is tried: ``newest_readable``.
+  earlier run  ``earlier_run(out)``: what a run already left in a folder
+              (checkpoints, exports, a log with rows), so that a fresh start
+              does not write over it.
+  temporaries  ``clean_stale(out)`` removes the stale temporaries
+              (``fileio.clean_stale_temps``) of killed writes in the run folder,
+              ``checkpoints/`` and ``weights/``.
 """
 from __future__ import annotations
 
@@ -25,15 +34,16 @@ import io
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
-from sayuri_async.fileio import write_bytes_atomic
+from sayuri_async.fileio import clean_stale_temps, write_bytes_atomic
 
 CHECKPOINT_FORMAT = "sayuri-async-train-checkpoint"
 CHECKPOINT_VERSION = 1
 _CKPT = re.compile(r"^ckpt-(\d+)\.pt$")
+UNREADABLE_SUFFIX = ".unreadable"
 
 
 class CheckpointError(Exception):
@@ -93,6 +103,40 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
 def latest_checkpoint(out: str | os.PathLike) -> Path | None:
     found = list_checkpoints(out)
     return found[-1][1] if found else None
+
+
+def newest_readable(out: str | os.PathLike, warn: Callable[[str], None]) -> tuple[Path, dict[str, Any]] | None:
+    """``(path, state)`` of the newest checkpoint that loads, or None when
+    none does. Each newer one that fails is renamed aside (see the
+    vocabulary), with ``warn`` told which and why."""
+    for _, path in reversed(list_checkpoints(out)):
+        try:
+            return path, load_checkpoint(path)
+        except CheckpointError as e:
+            aside = path.with_name(path.name + UNREADABLE_SUFFIX)
+            os.replace(path, aside)
+            warn(f"{e}; renamed it {aside.name} and took the next older checkpoint")
+    return None
+
+
+def earlier_run(out: str | os.PathLike, name: str) -> list[Path]:
+    """The checkpoints, exports (``<name>-*.safetensors``) and non-empty log
+    an earlier run left in ``out``."""
+    found = [p for _, p in list_checkpoints(out)]
+    weights = Path(out) / "weights"
+    if weights.is_dir():
+        found += sorted(weights.glob(f"{name}-*.safetensors"))
+    log = Path(out) / "train_log.csv"
+    if log.is_file():
+        with open(log, newline="") as f:
+            if sum(1 for _ in csv.reader(f)) > 1:
+                found.append(log)
+    return found
+
+
+def clean_stale(out: str | os.PathLike) -> list[Path]:
+    """Remove stale temporaries of killed writes in a run folder (see the vocabulary)."""
+    return [p for d in (Path(out), checkpoint_dir(out), Path(out) / "weights") for p in clean_stale_temps(d)]
 
 
 def export_path(out: str | os.PathLike, name: str, step: int) -> Path:

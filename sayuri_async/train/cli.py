@@ -4,7 +4,9 @@ Vocabulary: options given here override the file's values (``--data`` sets
 ``[data] dir``, ``--out`` sets ``[run] out``); ``--steps`` is the step count
 to *reach* (a resumed run at step 3000 with ``--steps 5000`` does 2000 more).
 ``--nproc K`` starts ``K`` local ranks through torchrun; under torchrun itself
-(``WORLD_SIZE`` set) the option is ignored.
+(``WORLD_SIZE`` set) the option is ignored. A run folder that already holds
+a run is refused (exit 2) unless ``--resume`` or ``--auto-resume`` is given
+(see ``trainer``'s "run folder").
 """
 from __future__ import annotations
 
@@ -81,15 +83,21 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"sayuri-async train: {e}", file=sys.stderr)
         return 2
-    from sayuri_async.train.trainer import TrainError, train
+    from sayuri_async.train.trainer import RunFolderInUse, TrainError, train
 
     resume: bool | str = True if args.resume else ("auto" if args.auto_resume else False)
     try:
         result = train(cfg, steps=args.steps, init=args.init, resume=resume,
                        refresh_window=args.refresh_window,
                        progress=False if args.no_progress else None)
+    except RunFolderInUse as e:  # a usage error: resume it or choose another folder
+        print(f"sayuri-async train: {e}", file=sys.stderr)
+        return 2
     except TrainError as e:
         print(f"sayuri-async train: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a failing disk while writing checkpoints or exports
+        print(f"sayuri-async train: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("sayuri-async train: interrupted (the last checkpoint stands)", file=sys.stderr)

@@ -4,7 +4,8 @@ Vocabulary:
   rank / world  this process's index and the process count (``torchrun`` sets
                 ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``); without them the
                 trainer runs alone. Rank 0 chooses the data window, writes the
-                log, checkpoints and exports.
+                log, checkpoints and exports (the process group's helpers:
+                ``distributed.py``).
   step          one optimizer update on the global batch (``optim.batch_size``
                 positions over all ranks; each rank takes its share).
   samples       positions consumed so far, all ranks together: the schedule's
@@ -17,6 +18,15 @@ Vocabulary:
                 raw weights.
   data wait     the fraction of wall time the loop spent blocked on the data
                 loader: near 0 means the readers keep the device fed.
+  run folder    ``run.out``. A fresh start (no resume) refuses a folder that
+                holds an earlier run (``checkpoint.earlier_run``) with
+                ``RunFolderInUse``; ``resume = "auto"`` without a checkpoint
+                starts afresh over it, saying so. At start rank 0 removes the
+                stale temporaries of killed writes (``checkpoint.clean_stale``).
+  at the target  a resumed run already at its step count does no step but
+                still hands back that step's export (the one on disk, or one
+                made now from the checkpoint): the RL loop killed between its
+                last checkpoint and its state file needs it.
 
 The loss is computed by ``losses.compute_losses`` on the output dict returned
 by the (possibly DDP-wrapped) network, i.e. outside the wrapped module, and is
@@ -24,6 +34,7 @@ a scalar before ``backward()``.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -42,12 +53,18 @@ from sayuri_async.train import checkpoint as ckpt
 from sayuri_async.train.config import AverageConfig, OptimConfig, TrainConfig
 from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, list_chunks, make_loader, select_window,
                                         unpack_targets, window_size)
+from sayuri_async.train.distributed import broadcast, gather, rng_state, set_rng_state, setup_distributed
 from sayuri_async.train.losses import LOSS_NAMES, compute_losses
 from sayuri_async.train.schedule import Schedule, ema_decay_for, resolve, to_samples
 
 
 class TrainError(RuntimeError):
     """Training cannot start or continue (no data, bad checkpoint, bad setup)."""
+
+
+class RunFolderInUse(TrainError):
+    """A fresh start into a folder that holds an earlier run; the message
+    names the folder and how to go on."""
 
 
 @dataclass
@@ -64,30 +81,6 @@ class TrainResult:
 
 # ------------------------------------------------------------------ helpers
 
-@dataclass(frozen=True)
-class DistInfo:
-    rank: int = 0
-    world: int = 1
-    local_rank: int = 0
-
-    @property
-    def enabled(self) -> bool:
-        return self.world > 1
-
-
-def setup_distributed(backend: str, device: torch.device) -> DistInfo:
-    """Join the process group when launched by torchrun (``WORLD_SIZE`` > 1)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
-        return DistInfo()
-    info = DistInfo(int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0")))
-    if not dist.is_initialized():
-        if backend == "auto":
-            backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend)
-    return info
-
-
 def pick_device(name: str, local_rank: int) -> torch.device:
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
@@ -99,22 +92,6 @@ def pick_device(name: str, local_rank: int) -> torch.device:
             raise TrainError("run.device asks for CUDA but torch sees no GPU")
         torch.cuda.set_device(device)
     return device
-
-
-def broadcast(obj: Any, info: DistInfo) -> Any:
-    if not info.enabled:
-        return obj
-    box = [obj]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-
-
-def gather(obj: Any, info: DistInfo) -> list[Any]:
-    if not info.enabled:
-        return [obj]
-    out: list[Any] = [None] * info.world
-    dist.all_gather_object(out, obj)
-    return out
 
 
 def build_optimizer(net: nn.Module, cfg: OptimConfig) -> torch.optim.Optimizer:
@@ -184,20 +161,6 @@ class Averager:
             self.state[k].copy_(v)
 
 
-def rng_state() -> dict[str, Any]:
-    state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 # ------------------------------------------------------------------- trainer
 
 Reporter = Callable[[str], None]
@@ -239,9 +202,15 @@ class Trainer:
         self.total_steps = steps if steps is not None else self.sched.total_steps()
         torch.manual_seed(cfg.run.seed)
         random.seed(cfg.run.seed)
-        if resume == "auto":
+        if self.info.rank == 0:
+            for stale in ckpt.clean_stale(self.out):
+                self.say(f"removed {stale}, the temporary file of a killed write")
+        auto = resume == "auto"
+        if auto:
             found = ckpt.latest_checkpoint(self.out) is not None if self.info.rank == 0 else None
             resume = bool(broadcast(found, self.info))
+        if not resume:
+            self._check_fresh_folder(auto)
         self.net, self.net_config = self._build_net(init if not resume else None)
         lo, hi = self.net_config.board_size_min, self.net_config.board_size_max
         if not lo <= cfg.data.board_size <= hi:
@@ -253,6 +222,7 @@ class Trainer:
         self.averager = Averager(cfg.average, self.net, self.sched, to_samples(cfg.average.swa_start, cfg.schedule))
         self.step = 0
         self.samples = 0
+        self.resumed = bool(resume)
         self.batches = 0  # batches this rank consumed
         self.positions: dict[int, tuple[int, int, int]] = {}
         self.window: list[tuple[str, int]] = []
@@ -286,6 +256,24 @@ class Trainer:
     def say(self, text: str) -> None:
         if self.info.rank == 0:
             self._say(text)
+
+    def _check_fresh_folder(self, auto: bool) -> None:
+        """A fresh start must not write over an earlier run (see the vocabulary)."""
+        error = None
+        if self.info.rank == 0:
+            earlier = ckpt.earlier_run(self.out, self.cfg.run.name)
+            if earlier and auto:
+                self.say(f"note: {self.out} holds no checkpoint to resume; starting afresh over "
+                         f"{len(earlier)} file(s) of an earlier start")
+            elif earlier:
+                shown = ", ".join(p.name for p in earlier[:3]) + (f" and {len(earlier) - 3} more"
+                                                                   if len(earlier) > 3 else "")
+                how = ("continue it with --resume" if ckpt.latest_checkpoint(self.out) is not None
+                       else "start over it with --auto-resume (it has no checkpoint)")
+                error = f"{self.out} already holds a training run ({shown}); {how}, or give a new --out"
+        error = broadcast(error, self.info)
+        if error:
+            raise RunFolderInUse(error)
 
     def _build_net(self, init: str | None) -> tuple[Net, NetConfig]:
         if init:
@@ -329,14 +317,24 @@ class Trainer:
         With ``refresh_window`` the data part is not restored: the caller picks
         a new window, read from its start in an order seeded by ``seed + step``.
         """
-        path = ckpt.latest_checkpoint(self.out) if self.info.rank == 0 else None
-        path = broadcast(None if path is None else str(path), self.info)
+        found = None
+        if self.info.rank == 0:
+            try:
+                found = ckpt.newest_readable(self.out, lambda text: self._warn(text))
+            except OSError as e:
+                raise TrainError(f"{ckpt.checkpoint_dir(self.out)}: cannot set an unreadable checkpoint "
+                                 f"aside: {e}") from None
+        path = broadcast(None if found is None else str(found[0]), self.info)
         if path is None:
-            raise TrainError(f"--resume: no checkpoint in {ckpt.checkpoint_dir(self.out)}")
-        try:
-            state = ckpt.load_checkpoint(path)
-        except ckpt.CheckpointError as e:
-            raise TrainError(str(e)) from None
+            raise TrainError(f"--resume: no checkpoint in {ckpt.checkpoint_dir(self.out)} (unreadable ones "
+                             f"are renamed *{ckpt.UNREADABLE_SUFFIX})")
+        if found is not None:
+            state = found[1]
+        else:
+            try:
+                state = ckpt.load_checkpoint(path)
+            except ckpt.CheckpointError as e:
+                raise TrainError(str(e)) from None
         saved_net = state["net_config"]
         if saved_net != self.net_config.to_dict():
             self.net_config = NetConfig.from_dict(saved_net)
@@ -419,6 +417,24 @@ class Trainer:
                 "config_file": self.cfg.source, "losses": losses}
         return str(ckpt.export_weights(self.out, self.cfg.run.name, self.step, net, meta))
 
+    def export_of_this_step(self) -> tuple[str | None, dict[str, float]]:
+        """``(path, losses)`` of the current step's export (rank 0; None
+        elsewhere): the whole one on disk, else one made now."""
+        if self.info.rank != 0:
+            return None, {}
+        from sayuri_async.net.weights import WeightsError, read_header
+
+        path = ckpt.export_path(self.out, self.cfg.run.name, self.step)
+        if path.is_file():
+            try:
+                meta = json.loads(read_header(path)["meta"])
+                if int(meta.get("step", -1)) == self.step:
+                    return str(path), {k: float(v) for k, v in meta.get("losses", {}).items()}
+            except (WeightsError, KeyError, ValueError, TypeError, AttributeError):
+                pass  # not the export it should be: make it again
+        self.say(f"exporting step {self.step} from its checkpoint")
+        return self.export({}), {}
+
     # ------------------------------------------------------------------ loop
 
     def _train_step(self, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor], float]:
@@ -449,6 +465,8 @@ class Trainer:
                  + self.sched.describe())
         if self.step >= self.total_steps:
             self.say(f"already at step {self.step}; nothing to do")
+            if self.resumed:
+                result.export, result.losses = self.export_of_this_step()
             return result
         self.net.train()
         loader = make_loader(self.stream, pin_memory=self.device.type == "cuda",
@@ -493,10 +511,11 @@ class Trainer:
                     count, wait, t_mark, mark_samples = 0, 0.0, now, self.samples
                 if bar is not None:
                     bar[0].update(bar[1], completed=self.step, lr=f"{lr:.3g}")
-                if self.step % run.export_every == 0 or last:
-                    result.export = self.export(result.losses)
+                # the checkpoint first: killed between the two, a resumed run re-exports this step
                 if self.step % run.checkpoint_every == 0 or last:
                     result.checkpoint = self.save_checkpoint()
+                if self.step % run.export_every == 0 or last:
+                    result.export = self.export(result.losses)
         finally:
             if bar is not None:
                 bar[0].stop()

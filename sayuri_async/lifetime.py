@@ -1,0 +1,84 @@
+"""Child processes that end with their parent, and stop signals.
+
+Vocabulary
+----------
+parent watch  ``die_with_parent(parent_pid, signum, grace_s)``, called first
+              thing in a spawned child: on Linux the kernel sends ``signum``
+              to the child when its parent dies (``prctl(PR_SET_PDEATHSIG)``
+              through ctypes); everywhere, a daemon thread polls
+              ``os.getppid()`` every ``WATCH_INTERVAL_S`` and, once the parent
+              is gone (the child was re-parented), sends ``signum`` itself.
+              Either way the child's own handler for ``signum`` stops it
+              cleanly; if it is still running ``grace_s`` later, the thread
+              ends it with ``os._exit(EXIT_ORPHANED)``. ``signum = None``
+              sends nothing (for a child that notices on its own, e.g. the end
+              of a pipe, and needs only the deadline).
+spawning thread  Linux sends the death signal when the *thread* that started
+              the child exits: start children from a thread that lives as
+              long as they should (the main thread, in this project).
+stop signals  ``stop_on_signals(loop, stop)``: SIGINT and SIGTERM call
+              ``stop(signum)`` (a clean stop), through the event loop where it
+              can watch signals, else through a plain handler.
+"""
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Callable
+
+WATCH_INTERVAL_S = 0.5
+EXIT_ORPHANED = 3
+_PR_SET_PDEATHSIG = 1
+
+
+def _set_pdeathsig(signum: int) -> bool:
+    """Ask the kernel for ``signum`` on the parent's death (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def parent_alive(parent_pid: int) -> bool:
+    """True while this process is still the child of ``parent_pid``."""
+    return os.getppid() == parent_pid
+
+
+def die_with_parent(parent_pid: int, signum: int | None = signal.SIGTERM, grace_s: float = 60.0) -> None:
+    """Start the parent watch (see the module's vocabulary)."""
+    if signum is not None:
+        _set_pdeathsig(signum)
+
+    def watch() -> None:
+        while parent_alive(parent_pid):
+            time.sleep(WATCH_INTERVAL_S)
+        if signum is not None:
+            os.kill(os.getpid(), signum)
+        time.sleep(grace_s)
+        os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def stop_on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[int], None]) -> None:
+    """SIGINT and SIGTERM call ``stop(signum)`` (a clean stop: whole files
+    only). Where the loop cannot watch signals itself (Windows' event loop) a
+    plain handler forwards them to it; off the main thread no signal is
+    delivered here at all (the caller's thread owns Ctrl-C), so nothing is
+    installed."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop, sig)
+        except NotImplementedError:  # Windows' loop cannot watch signals: forward them to it
+            signal.signal(sig, lambda s, _f: loop.call_soon_threadsafe(stop, s))
+        except (RuntimeError, ValueError):  # not the main thread
+            return

@@ -1,0 +1,108 @@
+"""The atomic writer: no replacing when asked not to, the umask's file modes,
+and which temporaries count as stale."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sayuri_async import fileio
+from sayuri_async.fileio import NameTaken, atomic_path, clean_stale_temps, temp_name, write_bytes_atomic
+
+
+def test_replace_false_keeps_an_existing_file_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "chunk.npz"
+    write_bytes_atomic(path, b"first run")
+    with pytest.raises(NameTaken, match="chunk.npz"):
+        write_bytes_atomic(path, b"second run", replace=False)
+    assert path.read_bytes() == b"first run"
+    assert [p.name for p in tmp_path.iterdir()] == ["chunk.npz"]
+    write_bytes_atomic(tmp_path / "new.npz", b"x", replace=False)
+    assert (tmp_path / "new.npz").read_bytes() == b"x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chunk.npz", "new.npz"]
+
+
+def test_replace_false_without_hard_links_still_refuses_a_taken_name(tmp_path, monkeypatch):
+    def no_links(*_):
+        raise PermissionError("no hard links on this filesystem")
+
+    monkeypatch.setattr(os, "link", no_links)
+    path = tmp_path / "a.sgf"
+    write_bytes_atomic(path, b"new", replace=False)
+    assert path.read_bytes() == b"new"
+    with pytest.raises(NameTaken):
+        write_bytes_atomic(path, b"again", replace=False)
+    assert path.read_bytes() == b"new" and [p.name for p in tmp_path.iterdir()] == ["a.sgf"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_files_follow_the_umask_like_open_does(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        write_bytes_atomic(tmp_path / "w.safetensors", b"x")
+        with open(tmp_path / "plain", "wb"):
+            pass
+    finally:
+        os.umask(old)
+    assert (tmp_path / "w.safetensors").stat().st_mode & 0o777 == 0o666 & ~umask
+    assert (tmp_path / "w.safetensors").stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_only_stale_temporaries_of_our_names_are_cleaned(tmp_path):
+    target = tmp_path / "ckpt-000000010.pt"
+    live = temp_name(target)  # ours, this process is alive
+    live.write_bytes(b"being written")
+    dead = tmp_path / f".{target.name}.{_dead_pid()}-{fileio.HOST}-0123abcd.tmp"
+    dead.write_bytes(b"a killed write")
+    elsewhere = tmp_path / f".{target.name}.{_dead_pid()}-ffffffff-0123abcd.tmp"  # another host's
+    elsewhere.write_bytes(b"maybe still being written")
+    legacy = tmp_path / ".ckpt-000000002.pt.k2j4_x9q.tmp"  # tempfile.mkstemp's name (earlier versions)
+    legacy.write_bytes(b"old")
+    hours_ago = time.time() - 2 * fileio.STALE_AGE_S
+    os.utime(legacy, (hours_ago, hours_ago))
+    recent_legacy = tmp_path / ".ckpt-000000003.pt.abcdefgh.tmp"
+    recent_legacy.write_bytes(b"maybe an older version at work")
+    foreign = tmp_path / ".someone-elses.tmp"
+    foreign.write_bytes(b"not ours")
+    os.utime(foreign, (hours_ago, hours_ago))
+    removed = clean_stale_temps(tmp_path)
+    assert sorted(removed) == sorted([dead, legacy])
+    assert live.exists() and elsewhere.exists() and recent_legacy.exists() and foreign.exists()
+    os.utime(elsewhere, (hours_ago, hours_ago))
+    assert clean_stale_temps(tmp_path) == [elsewhere]  # untouched for an hour: abandoned
+
+
+def test_a_killed_write_leaves_a_temporary_that_the_next_start_cleans(tmp_path):
+    code = ("import os, signal, sys\n"
+            "from sayuri_async.fileio import atomic_path\n"
+            "with atomic_path(sys.argv[1]) as tmp:\n"
+            "    tmp.write_bytes(b'half')\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "weights.safetensors")])
+    left = list(tmp_path.glob(".*.tmp"))
+    assert len(left) == 1 and not (tmp_path / "weights.safetensors").exists()
+    assert clean_stale_temps(tmp_path) == left
+    assert not list(tmp_path.iterdir())
+
+
+def test_run_stamps_hold_the_time_and_the_pid():
+    stamp = fileio.run_stamp()
+    assert stamp.endswith(f"-{os.getpid()}") and len(stamp.split("-")[0]) == len("20250131T235959Z")
+
+
+def test_atomic_path_removes_its_temporary_when_the_write_fails(tmp_path):
+    with pytest.raises(RuntimeError):
+        with atomic_path(tmp_path / "x.json") as tmp:
+            tmp.write_text("{")
+            raise RuntimeError("serialising failed")
+    assert not list(tmp_path.iterdir())
