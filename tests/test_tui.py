@@ -231,3 +231,27 @@ def test_gpu_probe_degrades():
     except ImportError:
         p = GpuProbe(["cuda:0"])
         assert not p.available and p.why == "nvidia-ml-py not installed"
+
+
+def test_the_live_view_and_the_plain_line_give_the_same_verdict():
+    """Fed the same statuses, the TUI's verdict and the plain line's are one
+    text, warming up included (a status before the first move has no
+    ``warm_at``: no rate is shown while numba loads and games open)."""
+    import io
+
+    from sayuri_async.selfplay.report import PlainReporter, diagnose
+
+    cfg = SelfplayConfig(num_games=20, batch_size=32, parallel_games=64, search=SearchConfig(leaves_per_await=4))
+    for loop, busy, warm in ((0.99, 0.2, True), (0.3, 0.1, True), (0.5, 0.5, False)):
+        rep, out = make(cfg), io.StringIO()
+        plain = PlainReporter(every=0.0, stream=out, leaves_per_await=4)
+        for k in range(1, 13):
+            st = status(k * 0.5, 20000, 32, 64, busy=busy, loop=loop)
+            if not warm:
+                st["warm_at"] = None
+            rep.update([st])
+            plain.update([st])
+        tui_text = diagnose(rep.recent, rep.settings()).text
+        assert tui_text in out.getvalue().splitlines()[-1]
+        if not warm:
+            assert tui_text.startswith("warming up") and "evals/s" not in out.getvalue()

@@ -256,7 +256,7 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
         return key
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def descend_round(ws, nodes, edges, planes, slot: int, want: int, forced: int, c_keys, c_policy, c_wdl):
     """Up to ``want`` descents; the k-th leaf that needs the network is
     encoded into ``planes[slot + k]`` and waits in leaf slot k. A
@@ -283,7 +283,7 @@ def descend_round(ws, nodes, edges, planes, slot: int, want: int, forced: int, c
     return leaves, completed, hits
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def finish_round(ws, nodes, edges, leaves: int, policy, wdl, score, row: int, c_keys, c_policy, c_wdl, c_score) -> None:
     """Finish the round's ``leaves`` waiting leaves with rows ``row ..
     row + leaves - 1`` of a batch's outputs, and remember them in the NN
