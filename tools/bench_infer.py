@@ -8,8 +8,8 @@ evals/s    positions evaluated per second through ``Backend.run`` (host
 mode       ``eager`` (plain torch calls) or ``graph`` (CUDA graphs, one per
            batch bucket; CUDA only).
 ceiling    the forward-pass figures measured on an H200
-           (``../shared/gpu_ceiling_h200.json`` from the repository root, or
-           ``--ceiling``); on CUDA each graph row shows our figure as a
+           (``sayuri_async/net/device_tables/h200.json``, the table the
+           device model uses, or ``--ceiling``); on CUDA each graph row shows our figure as a
            percentage of the ceiling's ``bf16graph`` row for the same net,
            board and batch, where it has one.
 encoder    microseconds per position of the compiled encoder, called from
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     ap.add_argument("--dtype", default=None, help="bf16 (CUDA default), fp16, fp32")
     ap.add_argument("--encoder", default="simple-v1")
-    ap.add_argument("--ceiling", type=Path, default=ROOT.parent / "shared" / "gpu_ceiling_h200.json")
+    ap.add_argument("--ceiling", type=Path, default=ROOT / "sayuri_async" / "net" / "device_tables" / "h200.json")
     ap.add_argument("--no-encoder", action="store_true", help="skip the encoder timing")
     args = ap.parse_args(argv)
 

@@ -6,7 +6,7 @@
 #   bash tools/gpu_check.sh            # or: OUT=/some/dir bash tools/gpu_check.sh
 #
 # 1. the CUDA tests (graphs vs eager vs CPU, bf16 tolerance, stream, pinned input)
-# 2. bench_infer: evals/s by batch, eager vs CUDA graph, against ../shared/gpu_ceiling_h200.json
+# 2. bench_infer: evals/s by batch, eager vs CUDA graph, against sayuri_async/net/device_tables/h200.json
 # 3. bench_selfplay: evals/s, avgBatchSize, GPU busy with 1, 2, 4, 8 engine processes
 # 4. bench_train: the training pipeline against a bare forward+backward loop
 set -uo pipefail
