@@ -264,7 +264,12 @@ class Batcher:
             wait = self.backend.launch(arr[:count])
         except BaseException as e:  # the batch's requests get it, not the thread
             failed = (None, e, 0.0)
-            return lambda: failed
+
+            def collect_failure() -> tuple:
+                return failed
+
+            collect_failure.ready = True  # type: ignore[attr-defined]
+            return collect_failure
         launched_s = time.perf_counter() - t0
 
         def collect() -> tuple:
@@ -276,6 +281,7 @@ class Batcher:
             busy = out.device_s
             return out, None, (launched_s + time.perf_counter() - t1) if busy is None else busy
 
+        collect.ready = getattr(wait, "ready", False)  # type: ignore[attr-defined]
         return collect
 
     def _done(self, buf: _Buffer, count: int, reason: str, result, worker_exc: BaseException | None) -> None:

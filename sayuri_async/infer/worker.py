@@ -13,8 +13,9 @@ pipeline   two threads: the launcher calls ``launch`` as soon as a job is
            device model) has batch k+1 queued behind batch k however late
            the collector wakes up or gets the GIL back after batch k; a
            backend that cannot queue runs the batch inside ``launch`` and its
-           ``collect`` just returns it. How many batches are launched at a
-           time is the dispatch's ``bound``.
+           ``collect`` (marked ``ready``) just returns it: the launcher then
+           answers the loop itself, one thread hop less. How many batches
+           are launched at a time is the dispatch's ``bound``.
 Worker     the threads and their queues. Batchers on one device share one
            worker, so their batches never overlap on the device, and its
            ``dispatch`` (``infer/dispatch.py``), which bounds how many
@@ -75,26 +76,35 @@ class Worker:
                 return
             loop, launch, args, done = job
             try:
-                self._launched.put((loop, done, launch(*args), None))
+                collect = launch(*args)
             except BaseException as e:  # handed to the loop, which fails the batch's requests
                 self._launched.put((loop, done, None, e))
+                continue
+            if getattr(collect, "ready", False) and self._launched.empty():
+                self._answer(loop, done, collect, None)  # it ran inside launch: no hop to the collector
+            else:
+                self._launched.put((loop, done, collect, None))
 
     def _collect_all(self) -> None:
         while True:
             item = self._launched.get()
             if item is None:
                 return
-            loop, done, collect, error = item
-            result = None
-            if error is None:
-                try:
-                    result = collect()
-                except BaseException as e:
-                    error = e
+            self._answer(*item)
+
+    @staticmethod
+    def _answer(loop: asyncio.AbstractEventLoop, done: Callable, collect: Callable | None,
+                error: BaseException | None) -> None:
+        result = None
+        if error is None:
             try:
-                loop.call_soon_threadsafe(done, result, error)
-            except RuntimeError:
-                pass  # the loop is closed: nobody waits for this batch any more
+                result = collect()
+            except BaseException as e:
+                error = e
+        try:
+            loop.call_soon_threadsafe(done, result, error)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for this batch any more
 
     def shutdown(self, wait: bool = True) -> None:
         """Finish the queued jobs, then stop the thread."""
