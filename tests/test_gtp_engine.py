@@ -175,3 +175,17 @@ def test_the_colour_that_just_moved_searches_afresh():
 
     arun(go())
     engine.close()
+
+
+def test_clear_cache_drops_the_tree_and_the_network_answers():
+    engine, disp, out = make(playouts=100)
+    run(disp, "play b E5")
+    run(disp, "genmove w")
+    engine.search.sync(engine.position(None))
+    assert engine.search.root_visits() > 0 and engine.batcher.nn_cache.keys.any()
+    run(disp, "clear_cache")
+    assert out[-1] == "=\n\n"
+    engine.search.sync(engine.position(None))
+    assert engine.search.root_visits() == 0 and not engine.batcher.nn_cache.keys.any()
+    assert len(engine.game.moves) == 2  # the game stays
+    engine.close()

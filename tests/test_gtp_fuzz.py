@@ -63,15 +63,21 @@ def command_line(draw) -> str:
 
 
 def kept_text(line: str) -> str:
-    """GTP's rule, restated: drop control characters (tab is a space) and
-    everything from '#'."""
+    """GTP's rule, restated: drop ASCII control characters (tab is a space)
+    and everything from '#'."""
     kept = "".join(" " if ch == "\t" else ch for ch in line if ch == "\t" or ord(ch) >= 32 and ord(ch) != 127)
     return kept.split("#", 1)[0]
 
 
+def words(line: str) -> list[str]:
+    """The tokens: separated by ASCII spaces only (non-ASCII whitespace is
+    part of a word)."""
+    return [w for w in kept_text(line).split(" ") if w]
+
+
 def expects_answer(line: str) -> bool:
-    """A line with nothing left after ``kept_text`` gets no response."""
-    return bool(kept_text(line).strip())
+    """A line with no word left after ``kept_text`` gets no response."""
+    return bool(words(line))
 
 
 class AlwaysPending:
@@ -116,10 +122,11 @@ def check_answer(line: str, text: str) -> None:
         return
     m = RESPONSE.match(text)
     assert m, (line, text[:300])
-    first_tok = kept_text(line).split()[0]
-    # the id comes back exactly when the first token is a number
-    if re.fullmatch(r"[0-9]+", first_tok):
-        assert m.group(2) == str(int(first_tok)), (line, text[:80])
+    first_tok = words(line)[0]
+    # the id comes back exactly when the first token is a number of at most
+    # 18 digits (leading zeros aside); a longer one is refused without an id
+    if re.fullmatch(r"[0-9]+", first_tok) and len(first_tok.lstrip("0")) <= 18:
+        assert m.group(2) == (first_tok.lstrip("0") or "0"), (line, text[:80])
     else:
         assert m.group(2) == "", (line, text[:80])
 

@@ -55,3 +55,63 @@ def test_an_analysis_after_the_same_colour_moved_streams_lines(eng):
         while eng.read_line(DEADLINE).strip():
             pass
     assert eng.send("name") == "sayuri-async"
+
+
+def test_a_huge_command_id_is_refused_and_the_program_goes_on(eng):
+    # 5,000 digits: over Python's int-string limit, which once killed the
+    # program with ValueError
+    answer = raw_answer(eng, "9" * 5000 + " name")
+    assert len(answer) == 1 and answer[0].startswith("? syntax error: command id ")
+    assert "longer than 18 digits" in answer[0] and len(answer[0]) < 200
+    assert raw_answer(eng, "0" * 5000 + "7 name") == ["=7 sayuri-async"]  # leading zeros are no digits
+    assert raw_answer(eng, "999999999999999999 name") == ["=999999999999999999 sayuri-async"]
+
+
+@pytest.mark.parametrize("command", ["boardsize {}", "fixed_handicap {}", "place_free_handicap {}",
+                                     "loadsgf x.sgf {}", "time_settings 1 1 {}", "komi {}",
+                                     "lz-analyze b {}", "kata-analyze b interval {}", "lz-analyze b maxmoves {}",
+                                     "lz-genmove_analyze b {}", "kata-genmove_analyze {}",
+                                     "lz-analyze b avoid b D4 {}", "rectangular_boardsize {} 9"])
+@pytest.mark.parametrize("digits", [400, 5000])
+def test_absurd_numbers_get_a_reason(eng, command, digits):
+    eng.send("boardsize 9")
+    answer = raw_answer(eng, "31 " + command.format("7" * digits))
+    assert len(answer) == 1 and answer[0].startswith("?31 ")
+    assert "internal error" not in answer[0] and len(answer[0]) < 300
+    assert "range" in answer[0] or "unacceptable size" in answer[0], answer[0]
+    assert stones_on_board(eng) == 0  # nothing was played
+
+
+def stones_on_board(p: GtpProcess) -> int:
+    return len(p.send("list_stones black").split()) + len(p.send("list_stones white").split())
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u3000", "\u2028", "\u0085", "\u2003\u00a0"])
+def test_non_ascii_whitespace_is_no_separator_and_gets_an_answer(eng, space):
+    eng.send("boardsize 9")
+    eng.send("clear_board")
+    assert raw_answer(eng, space)[0].startswith("? unknown command ")
+    assert raw_answer(eng, f"41 {space}")[0].startswith("?41 unknown command ")
+    assert raw_answer(eng, f"42 genmove{space}b")[0].startswith("?42 unknown command ")
+    assert raw_answer(eng, f"43 play b{space}D4")[0].startswith("?43 syntax error: usage")
+    assert raw_answer(eng, f"44 play b D4{space}")[0].startswith("?44 syntax error: invalid vertex")
+    assert stones_on_board(eng) == 0
+    assert raw_answer(eng, f"45 name \t # {space}") == ["=45 sayuri-async"]
+
+
+def rss_bytes(p: GtpProcess) -> int:
+    with open(f"/proc/{p.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_line_over_a_mebibyte_is_refused_and_memory_stays_bounded(eng):
+    before = rss_bytes(eng)
+    answer = raw_answer(eng, "51 play b " + "x" * (32 << 20))  # 32 MiB: only the first MiB is kept
+    assert answer == [f"?51 syntax error: line longer than {1 << 20} bytes"]
+    assert rss_bytes(eng) - before < 16 << 20
+    eng.write_line("# " + "y" * (2 << 20))  # a long comment: no answer
+    assert raw_answer(eng, "53 name") == ["=53 sayuri-async"]

@@ -131,6 +131,7 @@ class Search:
         self._root_ko = 0  # the root position's ko point (a board point; 0: none)
         self._restricted = False  # restrict_root banned root moves: sync drops the tree
         self._pv = np.zeros(64, dtype=np.int16)
+        self._pv_visits = np.zeros(64, dtype=np.int32)
         self._pass: np.ndarray | None = None
         self._sym_n = 0  # board size of the workspace's symmetry maps
         tree_reset(self.ws, self.nodes)
@@ -305,11 +306,18 @@ class Search:
 
     def pv(self, action: int) -> list[int]:
         """Principal variation starting with root child ``action``."""
+        return self.pv_line(action)[0]
+
+    def pv_line(self, action: int) -> tuple[list[int], list[int]]:
+        """The principal variation starting with root child ``action`` and
+        the visits of the position each of its moves leads to (the first:
+        the child's own visits; 0 for an unvisited child)."""
         i = child_index(self.ws, self.nodes, self.edges, action)
         if i < 0:
-            return [action]
-        k = principal_variation(self.nodes, self.edges, i, self._pv)
-        return [action] + [int(x) for x in self._pv[:k]]
+            return [action], [0]
+        k = principal_variation(self.nodes, self.edges, i, self._pv, self._pv_visits)
+        return ([action] + [int(x) for x in self._pv[:k]],
+                [int(self.nodes[i]["visits"])] + [int(x) for x in self._pv_visits[:k]])
 
     # ---- whole searches --------------------------------------------------
     async def run(
