@@ -1,18 +1,18 @@
-"""The GTP command set: one handler per command, and the dispatcher.
+"""The GTP command set: the dispatcher and the standard commands.
 
 Vocabulary
 ----------
 Dispatcher  maps a Command to its handler, writes exactly one response per
             command (``=id ...`` or ``?id ...`` and the closing empty line),
             and turns every exception into a ``?`` answer: no input line can
-            crash the engine or leave a response unfinished.
-Context     what a handler gets: the command's id, the Engine, the Inbox (to
-            stop analysis when input arrives) and ``begin``/``emit`` for
-            streamed answers (analysis: ``=id`` first, then one line per
-            interval, then the closing empty line that the dispatcher writes).
-handler     ``async (ctx, args) -> str`` (the success text) or STREAMED when
-            it wrote its answer through ``begin``/``emit``; failures raise
-            GtpError.
+            crash the engine or leave a response unfinished. Its table joins
+            the standard commands here, the analysis commands
+            (``analyze_cmds.py``) and KataGo's extensions (``kata_cmds.py``).
+Context     what a handler gets (``context.py``); a handler returns its
+            success text or STREAMED, and raises GtpError to fail.
+ranges      numbers are checked before use (``args.py``): sizes and
+            handicap stones by the board, move numbers 1..10^6, times
+            0..10^9 seconds, stone and period counts 0..10^6.
 
 Colours are GTP colours (``b``, ``w``, ``black``, ``white``, any case);
 vertices are GTP vertices (``D4``, ``d4``, ``pass``). The game rules are the
@@ -22,68 +22,27 @@ config's (area scoring, positional superko by default); ``final_score`` and
 from __future__ import annotations
 
 import os
-import sys
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from . import __version__ as package_version
-from sayuri_async.go.coords import VertexError, action_to_vertex, parse_color, vertex_to_action
+from sayuri_async.go.coords import action_to_vertex
 from sayuri_async.go.game import Game, IllegalMove, handicap_actions
 from sayuri_async.go.sgf import SgfError, dump_sgf, load_sgf_file, write_text_atomic
 
-from .analysis import AnalyzeRequest, format_report, parse_analyze_args
+from .analyze_cmds import AnalysisCommands
+from .args import OutOfRange, parse_float, parse_gtp_color, parse_gtp_vertex, parse_int, want_args
 from .config import GtpConfig
-from .engine import RESIGN, Engine, Inbox
-from .protocol import Command, GtpError, failure, parse_float, parse_int, success, want_args
+from .context import STREAMED, Context, Handler, Writer, log, log_search, move_text
+from .engine import Engine, Inbox
+from .kata_cmds import KataCommands
+from .protocol import Command, GtpError, failure, shown, success
 
 LIZZIE_VERSION = "0.16"
-STREAMED = object()  # a handler's return value: the answer was written already
-
-Writer = Callable[[str], None]
-Handler = Callable[["Context", list[str]], Awaitable[Any]]
-
-
-@dataclass
-class Context:
-    id: int | None
-    engine: Engine
-    inbox: Inbox
-    write: Writer
-    name: str = ""
-    started: bool = False
-
-    def begin(self) -> None:
-        self.write("=" if self.id is None else f"={self.id}")
-        self.write("\n")
-        self.started = True
-
-    def emit(self, line: str) -> None:
-        if line.strip():  # an empty line would end the response
-            self.write(line + "\n")
-
-
-def log(msg: str) -> None:
-    """Diagnostics go to stderr, always prefixed (Lizzie merges stderr into
-    stdout and must never mistake a log line for an answer)."""
-    print(f"sayuri-async: {msg}", file=sys.stderr, flush=True)
-
-
-def _color(tok: str) -> int:
-    try:
-        return parse_color(tok)
-    except ValueError:
-        raise GtpError(f"syntax error: invalid color {tok!r}") from None
-
-
-def _vertex(tok: str, n: int) -> int:
-    try:
-        return vertex_to_action(tok, n)
-    except VertexError as e:
-        raise GtpError(f"syntax error: {e}") from None
+MAX_MOVE_NUMBER = 1_000_000
+MAX_SECONDS = 1e9  # about 31 years: any real clock
+MAX_COUNT = 1_000_000  # byo-yomi stones or periods
 
 
 class Dispatcher:
@@ -118,24 +77,22 @@ class Dispatcher:
             "kgs-time_settings": self.kgs_time_settings,
             "is_legal": self.is_legal,
             "list_stones": self.list_stones,
-            "analyze": self.analyze,
-            "lz-analyze": self.analyze,
-            "kata-analyze": self.analyze,
-            "genmove_analyze": self.genmove_analyze,
-            "lz-genmove_analyze": self.genmove_analyze,
-            "kata-genmove_analyze": self.genmove_analyze,
         }
+        self.handlers.update(AnalysisCommands(engine, config).handlers())
+        self.handlers.update(KataCommands(engine, self.boardsize).handlers())
 
     # ---- dispatch ------------------------------------------------------------
     async def execute(self, cmd: Command, inbox: Inbox) -> None:
         """Run one command and write its complete response."""
         ctx = Context(cmd.id, self.engine, inbox, self.write, cmd.name)
         try:
+            if cmd.error:
+                raise GtpError(cmd.error)
             if not cmd.name:
                 raise GtpError("syntax error: missing command after the id")
             handler = self.handlers.get(cmd.name)
             if handler is None:
-                raise GtpError(f"unknown command {cmd.name!r}")
+                raise GtpError(f"unknown command {shown(cmd.name)}")
             result = await handler(ctx, cmd.args)
         except GtpError as e:
             self._fail(ctx, str(e))
@@ -180,10 +137,11 @@ class Dispatcher:
     # ---- setup ---------------------------------------------------------------------
     async def boardsize(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 1, "boardsize <size>")
-        n = parse_int(args[0], "board size")
         lo, hi = self.engine.size_range
-        if not lo <= n <= hi:
-            raise GtpError(f"unacceptable size {n} (this engine and network play {lo}..{hi})")
+        try:
+            n = parse_int(args[0], "board size", lo, hi)
+        except OutOfRange:
+            raise GtpError(f"unacceptable size {shown(args[0])} (this engine and network play {lo}..{hi})") from None
         self.engine.new_game(n)
         return ""
 
@@ -193,9 +151,7 @@ class Dispatcher:
 
     async def komi(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 1, "komi <number>")
-        k = parse_float(args[0], "komi")
-        if abs(k) > 1000:
-            raise GtpError(f"komi {k:g} is out of range (-1000..1000)")
+        k = parse_float(args[0], "komi", -1000, 1000)
         self.engine.set_komi(k)
         return ""
 
@@ -207,7 +163,7 @@ class Dispatcher:
 
     async def fixed_handicap(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 1, "fixed_handicap <stones>")
-        k = parse_int(args[0], "number of stones")
+        k = parse_int(args[0], "number of stones", 2, 9)
         g = self._require_empty()
         try:
             acts = handicap_actions(g.size, k)
@@ -217,11 +173,9 @@ class Dispatcher:
 
     async def place_free_handicap(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 1, "place_free_handicap <stones>")
-        k = parse_int(args[0], "number of stones")
-        g = self._require_empty()
-        n = g.size
-        if not 2 <= k <= n * n - 1:
-            raise GtpError(f"invalid number of stones {k} (2..{n * n - 1} on {n}x{n})")
+        n = self.engine.size
+        k = parse_int(args[0], f"number of stones on {n}x{n}", 2, n * n - 1)
+        self._require_empty()
         return self._place_handicap(free_handicap_points(n, k))
 
     async def set_free_handicap(self, ctx: Context, args: list[str]) -> str:
@@ -229,7 +183,7 @@ class Dispatcher:
         n = g.size
         if not 2 <= len(args) <= n * n - 1:
             raise GtpError(f"syntax error: set_free_handicap needs 2..{n * n - 1} vertices")
-        acts = [_vertex(v, n) for v in args]
+        acts = [parse_gtp_vertex(v, n) for v in args]
         if n * n in acts:
             raise GtpError("syntax error: pass is not a handicap vertex")
         if len(set(acts)) != len(acts):
@@ -247,9 +201,7 @@ class Dispatcher:
 
     async def loadsgf(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 2, "loadsgf <file> [move_number]")
-        move_number = parse_int(args[1], "move number") if len(args) == 2 else None
-        if move_number is not None and move_number < 1:
-            raise GtpError("syntax error: move number must be at least 1")
+        move_number = parse_int(args[1], "move number", 1, MAX_MOVE_NUMBER) if len(args) == 2 else None
         if not os.path.isfile(args[0]):  # also keeps FIFOs and devices from blocking us
             raise GtpError(f"cannot load file: {args[0]!r} is not a readable file")
         try:
@@ -266,9 +218,9 @@ class Dispatcher:
         return ""
 
     async def printsgf(self, ctx: Context, args: list[str]) -> str:
-        want_args(args, 0, 1, "printsgf [file]")
+        want_args(args, 0, 1, "printsgf [file | -]")
         text = dump_sgf(self.engine.game)
-        if args:
+        if args and args[0] != "-":  # "-": the answer, as with no file
             try:
                 write_text_atomic(args[0], text)
             except OSError as e:
@@ -279,8 +231,8 @@ class Dispatcher:
     # ---- moves ------------------------------------------------------------------------
     async def play(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 2, 2, "play <color> <vertex>")
-        color = _color(args[0])
-        a = _vertex(args[1], self.engine.size)
+        color = parse_gtp_color(args[0])
+        a = parse_gtp_vertex(args[1], self.engine.size)
         try:
             self.engine.game.play(a, color)
         except IllegalMove as e:
@@ -289,8 +241,8 @@ class Dispatcher:
 
     async def is_legal(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 2, 2, "is_legal <color> <vertex>")
-        color = _color(args[0])
-        a = _vertex(args[1], self.engine.size)
+        color = parse_gtp_color(args[0])
+        a = parse_gtp_vertex(args[1], self.engine.size)
         return "1" if self.engine.game.why_illegal(a, color) is None else "0"
 
     async def undo(self, ctx: Context, args: list[str]) -> str:
@@ -300,20 +252,12 @@ class Dispatcher:
 
     async def genmove(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 1, "genmove <color>")
-        color = _color(args[0])
+        color = parse_gtp_color(args[0])
         t0 = time.perf_counter()
         action = await self.engine.genmove(color)
         if self.cfg.protocol.verbose:
-            self._log_search(t0)
-        return self._move_text(action)
-
-    def _move_text(self, action: int) -> str:
-        return "resign" if action == RESIGN else action_to_vertex(action, self.engine.size)
-
-    def _log_search(self, t0: float) -> None:
-        s = self.engine.search
-        log(f"searched {s.root_visits()} visits in {time.perf_counter() - t0:.2f} s, "
-            f"root winrate {(s.root_value() + 1) / 2:.3f}, time: {self.engine.time.describe()}")
+            log_search(self.engine, t0)
+        return move_text(self.engine, action)
 
     # ---- scoring and listing --------------------------------------------------------
     async def final_score(self, ctx: Context, args: list[str]) -> str:
@@ -323,7 +267,7 @@ class Dispatcher:
         want_args(args, 1, 1, "final_status_list alive|dead|seki")
         status = args[0].lower()
         if status not in ("alive", "dead", "seki"):
-            raise GtpError(f"syntax error: unknown status {args[0]!r} (alive, dead or seki)")
+            raise GtpError(f"syntax error: unknown status {shown(args[0])} (alive, dead or seki)")
         if status != "alive":
             return ""
         g = self.engine.game
@@ -331,7 +275,7 @@ class Dispatcher:
 
     async def list_stones(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 1, "list_stones <color>")
-        color = _color(args[0])
+        color = parse_gtp_color(args[0])
         g = self.engine.game
         return " ".join(action_to_vertex(int(a), g.size) for a in np.flatnonzero(g.stones().reshape(-1) == color))
 
@@ -346,11 +290,9 @@ class Dispatcher:
     # ---- time ---------------------------------------------------------------------------
     async def time_settings(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 3, 3, "time_settings <main_time> <byo_yomi_time> <byo_yomi_stones>")
-        main = parse_float(args[0], "main time")
-        byo = parse_float(args[1], "byo-yomi time")
-        stones = parse_int(args[2], "byo-yomi stones")
-        if main < 0 or byo < 0 or stones < 0:
-            raise GtpError("syntax error: time settings must not be negative")
+        main = parse_float(args[0], "main time", 0, MAX_SECONDS)
+        byo = parse_float(args[1], "byo-yomi time", 0, MAX_SECONDS)
+        stones = parse_int(args[2], "byo-yomi stones", 0, MAX_COUNT)
         self.engine.time.set_gtp(main, byo, stones)
         return ""
 
@@ -362,14 +304,14 @@ class Dispatcher:
         want = {"none": 0, "absolute": 1, "byoyomi": 3, "canadian": 3}.get(kind)
         if want is None or len(args) != want + 1:
             raise GtpError(f"syntax error: usage: {usage}")
-        main = parse_float(args[1], "main time") if want else 0.0
+        main = parse_float(args[1], "main time", 0, MAX_SECONDS) if want else 0.0
         try:
             if kind == "byoyomi":
-                self.engine.time.set_kind(kind, main, parse_float(args[2], "period time"),
-                                          periods=parse_int(args[3], "periods"))
+                self.engine.time.set_kind(kind, main, parse_float(args[2], "period time", 0, MAX_SECONDS),
+                                          periods=parse_int(args[3], "periods", 0, MAX_COUNT))
             elif kind == "canadian":
-                self.engine.time.set_kind(kind, main, parse_float(args[2], "byo-yomi time"),
-                                          stones=parse_int(args[3], "stones"))
+                self.engine.time.set_kind(kind, main, parse_float(args[2], "byo-yomi time", 0, MAX_SECONDS),
+                                          stones=parse_int(args[3], "stones", 0, MAX_COUNT))
             else:
                 self.engine.time.set_kind(kind, main)
         except ValueError as e:
@@ -378,65 +320,11 @@ class Dispatcher:
 
     async def time_left(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 3, 3, "time_left <color> <time> <stones>")
-        color = _color(args[0])
-        t = parse_float(args[1], "time")
-        stones = parse_int(args[2], "stones")
-        if t < 0 or stones < 0:
-            raise GtpError("syntax error: time and stones must not be negative")
+        color = parse_gtp_color(args[0])
+        t = parse_float(args[1], "time", 0, MAX_SECONDS)
+        stones = parse_int(args[2], "stones", 0, MAX_COUNT)
         self.engine.time.time_left(color, t, stones)
         return ""
-
-    # ---- analysis -----------------------------------------------------------------------
-    def _style(self, name: str) -> str:
-        return "lz" if name.startswith("lz-") else "kata" if name.startswith("kata-") else "sabaki"
-
-    def _request(self, name: str, args: list[str]) -> AnalyzeRequest:
-        e = self.engine
-        a = self.cfg.analysis
-        return parse_analyze_args(args, e.size, self._style(name), a.interval_cs, a.max_moves, e.game.to_move)
-
-    async def _report_line(self, pos: Game, req: AnalyzeRequest, score_own: tuple) -> str:
-        score, own = score_own
-        report = self.engine.report(pos, req, score, own if req.ownership else None)
-        return format_report(report, pos.size, req) if report.moves else ""
-
-    async def analyze(self, ctx: Context, args: list[str]) -> object:
-        req = self._request(ctx.name, args)
-        e = self.engine
-        pos = e.position(req.color)
-        ctx.begin()
-        await e.begin_search(pos, req.avoid, req.allow)
-        score_own = await e.root_eval(pos)
-
-        async def report() -> None:
-            ctx.emit(await self._report_line(pos, req, score_own))
-
-        await e.think(max_playouts=None, deadline=None, inbox=ctx.inbox,
-                      interval_s=req.interval_cs / 100.0, on_report=report)
-        return STREAMED
-
-    async def genmove_analyze(self, ctx: Context, args: list[str]) -> object:
-        if not args or args[0].lower() not in ("b", "w", "black", "white"):
-            raise GtpError("syntax error: usage: genmove_analyze <color> [interval] [keys...]")
-        req = self._request(ctx.name, args)
-        if req.avoid or req.allow is not None:
-            raise GtpError("syntax error: avoid and allow are analysis-only arguments")
-        e = self.engine
-        assert req.color is not None
-        ctx.begin()
-        holder: dict[str, tuple] = {}
-
-        async def report(pos: Game) -> None:
-            if "root" not in holder:
-                holder["root"] = await e.root_eval(pos)
-            ctx.emit(await self._report_line(pos, req, holder["root"]))
-
-        t0 = time.perf_counter()
-        action = await e.genmove(req.color, interval_s=req.interval_cs / 100.0, on_report=report)
-        if self.cfg.protocol.verbose:
-            self._log_search(t0)
-        ctx.emit(f"play {self._move_text(action)}")
-        return STREAMED
 
 
 def free_handicap_points(n: int, k: int) -> list[int]:

@@ -11,10 +11,11 @@ Engine      owns the ``Game``, the ``Search`` (its tree kept between moves
 position    what a search looks at: the game itself, or a copy with the other
             colour to move when GTP asks for the colour not on turn (as
             ``genmove w`` with black to move does).
-signature   (size, komi, rules, start position, moves, colour to move): the
-            tree is kept when the new position is the old one, or the old one
-            plus exactly the move the old side to move played; otherwise it is
-            dropped. (``Search.sync`` alone only compares move counts.)
+tree reuse  ``Search.sync`` decides: the tree is kept when the position is
+            the one it was searched for (side to move included), advanced
+            when the colour on turn there played one move and the other
+            colour is on turn now, and dropped otherwise (so ``genmove w``
+            twice starts the second search afresh).
 think       playouts until a playout limit, a deadline, a stop request (input
             arrived) or a full node pool; reports come at a fixed interval.
 Inbox       what ``think`` polls for "stop on any input": ``pending()`` and
@@ -38,7 +39,8 @@ from sayuri_async.infer.worker import Worker
 from sayuri_async.search.mcts import Search, SearchConfig
 from sayuri_async.search.puct import cache_key
 
-from .analysis import AnalyzeRequest, MoveInfo, Report, rank_moves, wilson_lcb
+from .analysis import MoveInfo, Report, rank_moves, wilson_lcb
+from .analyze_args import AnalyzeRequest
 from .config import MAX_BOARD, MIN_BOARD, GtpConfig
 from .timecontrol import TimeControl
 
@@ -128,6 +130,20 @@ class Engine:
 
     def drop_tree(self) -> None:
         self.search.reset()
+
+    def clear_cache(self) -> None:
+        """Drop the tree and forget every cached network answer (a zero key
+        marks an empty NN cache entry)."""
+        self.drop_tree()
+        if self.batcher is not None:
+            self.batcher.nn_cache.keys.fill(0)
+
+    def set_rules(self, rules: Rules) -> None:
+        """Play the current game and the next ones under ``rules``; the
+        position stays."""
+        self.rules = rules
+        self.game.rules = rules
+        self.drop_tree()
 
     def position(self, color: int | None) -> Game:
         """The game, or a copy with ``color`` to move (ko cleared, as
@@ -249,7 +265,8 @@ class Engine:
         ranked = rank_moves(moves, req.min_moves, req.max_moves)
         pv_len = self.cfg.analysis.pv_length
         for m in ranked:
-            m.pv = s.pv(m.action)[:pv_len]
+            pv, pv_visits = s.pv_line(m.action)
+            m.pv, m.pv_visits = pv[:pv_len], pv_visits[:pv_len]
             m.score_lead = self._child_score(pos, m.action, root_score)
         return Report(ranked, s.root_visits(), root_wr, root_score, ownership)
 
@@ -260,15 +277,19 @@ class Engine:
         *,
         interval_s: float | None = None,
         on_report: Callable[[Game], Awaitable[None]] | None = None,
+        avoid: set[int] | None = None,
+        allow: set[int] | None = None,
     ) -> int:
         """Search for ``color``, play the move on the board and return its
-        action (``RESIGN`` to resign: nothing is played then)."""
+        action (``RESIGN`` to resign: nothing is played then). ``avoid`` and
+        ``allow`` restrict the moves searched and chosen, as in analysis
+        (``restrict_root``)."""
         t0 = time.perf_counter()
         game = self.game
         pos = self.position(color)
         budget = self.time.budget(color, len(game.moves), game.size)
         deadline = None if budget is None else t0 + budget
-        await self.begin_search(pos)
+        await self.begin_search(pos, avoid, allow)
         report = (lambda: on_report(pos)) if on_report is not None else None
         await self.think(max_playouts=self.cfg.search.playouts, deadline=deadline,
                          interval_s=interval_s, on_report=report)
@@ -281,13 +302,16 @@ class Engine:
         return action
 
     def _choose(self, pos: Game) -> int:
-        """Most visited legal root move (ties: better Q, then prior); by prior
-        when nothing was visited; resign below the threshold."""
+        """Most visited legal root move that is not restricted (prior < 0:
+        ``restrict_root``; ties: better Q, then prior); by prior when nothing
+        was visited; resign below the threshold."""
         n = pos.size
         visits, q, prior = self.search.stats(n)
         order = np.lexsort((-prior, -q, -visits))
         for a in order:
             a = int(a)
+            if prior[a] < 0:
+                continue
             if visits[a] == 0 and prior[a] <= 0:
                 break
             if pos.why_illegal(a) is None:

@@ -5,7 +5,9 @@ Vocabulary
 StdinInbox   input lines from a reader thread, handed to the event loop: the
              loop is never blocked on stdin, so analysis keeps searching while
              it watches for the next line ("stop on any input"). End of input
-             counts as input (analysis stops, then the program ends).
+             counts as input (analysis stops, then the program ends). Lines
+             are split at LF only and capped in length
+             (``protocol.LineSplitter``).
 SafeStderr   wraps ``sys.stderr`` so that no line written through Python can
              start with ``=``, ``?``, ``info`` or ``play`` (Lizzie reads stderr
              as if it were stdout); such lines get the ``sayuri-async:``
@@ -30,7 +32,7 @@ from sayuri_async.configfile import recheck
 from .commands import Dispatcher, log
 from .config import ConfigError, GtpConfig, load_config
 from .engine import Engine
-from .protocol import parse_line
+from .protocol import LineSplitter, parse_line
 
 FORBIDDEN_STARTS = ("=", "?", "info", "play")
 
@@ -89,22 +91,21 @@ class StdinInbox:
             fd = stream.fileno()
         except (OSError, ValueError, AttributeError):
             fd = -1
-        buf = b""
+        splitter = LineSplitter()
         try:
             while True:
                 chunk = os.read(fd, 65536) if fd >= 0 else stream.readline()
                 if not chunk:
                     break
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                for raw in lines:
-                    self._lines.append(raw.decode("utf-8", "replace").rstrip("\r"))
+                lines = splitter.feed(chunk)
+                self._lines.extend(lines)
                 if lines:
                     self._loop.call_soon_threadsafe(self._event.set)
         except (OSError, ValueError, RuntimeError):
             pass
-        if buf:
-            self._lines.append(buf.decode("utf-8", "replace").rstrip("\r"))
+        last = splitter.end()
+        if last is not None:
+            self._lines.append(last)
         self._eof = True
         try:
             self._loop.call_soon_threadsafe(self._event.set)

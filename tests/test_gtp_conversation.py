@@ -410,8 +410,13 @@ def test_genmove_analyze_variants_end_with_play(eng):
             check_blocks(parse_info_line(ln)[0], integer=integer)
         if move.lower() != "pass":
             assert stones(eng, "black") == {move.upper()}
-        fails(eng, f"{cmd}")
-        fails(eng, f"{cmd} 10")
+        # no colour: the side to move (white now), as KataGo does
+        eng.write_line(f"32 {cmd} 10")
+        assert eng.read_line(30) == "=32"
+        reply = finish_stream(eng, timeout=30)[-1].split()[1]
+        if reply.lower() != "pass":
+            assert stones(eng, "white") == {reply.upper()}
+        fails(eng, f"{cmd} 10 bogus")
 
 
 def test_quit_ends_the_program(tmp_path):

@@ -153,3 +153,39 @@ def test_never_resigns_by_default(threshold):
     engine.replace_game(game)
     assert arun(engine.genmove(B.BLACK)) == 81  # the only legal move: pass
     engine.close()
+
+
+def test_the_colour_that_just_moved_searches_afresh():
+    # genmove w, then the same colour again: the tree's child for white's
+    # move is a black-to-move position, so nothing of it may be reused
+    # (it once looped forever on 2x2 and listed black's replies as white's
+    # moves on 9x9)
+    engine, disp, out = make(playouts=400)
+    engine.new_game(9)
+
+    async def go() -> None:
+        action = await engine.genmove(B.WHITE)
+        assert int(engine.search.stats(9)[0][action]) > 1  # a subtree that could be (wrongly) kept
+        await engine.begin_search(engine.position(B.WHITE))
+        assert engine.search.root_visits() <= 1  # only the root's own evaluation
+        await engine.begin_search(engine.position(B.BLACK))
+        await engine.think(max_playouts=20, deadline=None)
+        await engine.begin_search(engine.position(B.BLACK))
+        assert engine.search.root_visits() >= 20  # the same side again: kept
+
+    arun(go())
+    engine.close()
+
+
+def test_clear_cache_drops_the_tree_and_the_network_answers():
+    engine, disp, out = make(playouts=100)
+    run(disp, "play b E5")
+    run(disp, "genmove w")
+    engine.search.sync(engine.position(None))
+    assert engine.search.root_visits() > 0 and engine.batcher.nn_cache.keys.any()
+    run(disp, "clear_cache")
+    assert out[-1] == "=\n\n"
+    engine.search.sync(engine.position(None))
+    assert engine.search.root_visits() == 0 and not engine.batcher.nn_cache.keys.any()
+    assert len(engine.game.moves) == 2  # the game stays
+    engine.close()

@@ -2,9 +2,13 @@
 
 In-process (fast, thousands of lines): every line goes through the real line
 parser and dispatcher; the test checks that each line gets exactly one
-well-formed response (or none, for a line that is empty once comments and
+well-formed response (or none, for a line that has no word once comments and
 control characters are gone), with the line's id, and that the engine still
-answers afterwards. A smaller run drives the real program over pipes.
+answers afterwards. Over pipes, the real program gets random lines written
+all at once, and a seeded conversation of a few thousand lines, one at a
+time with a deadline for each answer: huge ids and numbers, non-ASCII
+whitespace, the same colour moving again and again on 2x2 to 5x5 boards,
+analyses interrupted after a random wait; its memory must stay bounded.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import asyncio
 import random
 import re
 import sys
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -27,17 +32,25 @@ from sayuri_async.net.backends import make_backend
 NAMES = """protocol_version name version known_command list_commands boardsize clear_board komi play genmove
 undo showboard final_score final_status_list fixed_handicap place_free_handicap set_free_handicap loadsgf
 printsgf time_settings time_left kgs-time_settings is_legal list_stones analyze lz-analyze kata-analyze
-genmove_analyze lz-genmove_analyze kata-genmove_analyze reg_genmove foo PLAY GenMove""".split()
+genmove_analyze lz-genmove_analyze kata-genmove_analyze reg_genmove foo PLAY GenMove stop clear_cache get_komi
+kata-get-rules kata-set-rules rectangular_boardsize""".split()
 TOKENS = """b w B W black white BLACK x pass PASS A1 a1 D4 E5 J9 T19 Z25 Z26 I5 A0 A-1 J10 44 D4,E5 D4,,pass
 0 1 2 3 -1 -7 4 9 19 25 26 100 0.5 -0.5 7.5 1e9 1e308 -1e308 nan inf -inf 999999999999999999999 0x10 1_0
 true false ownership rootInfo minmoves maxmoves avoid allow interval none absolute byoyomi canadian
-alive dead seki missing.sgf out.sgf # ; = ? info play""".split()
+alive dead seki missing.sgf out.sgf # ; = ? info play pvVisits pvEdgeVisits ownershipStdev movesOwnership
+chinese tromp-taylor {"ko":"SIMPLE"} {"scoring":"TERRITORY","ko":"POSITIONAL"} - 360000 360001""".split()
+SPACES = ["\u00a0", "\u3000", "\u2028", "\u0085", "\u2003", "\u200b", "\ufeff"]
 RESPONSE = re.compile(r"\A([=?])(\d*)(?:[ \n][^\n]*)?(?:\n[^\n]+)*\n\n\Z")
-CONTROL_CHARS = [chr(i) for i in range(32) if i != 10] + ["\x7f", "é", "\u3000", "\u200b", "#"]
+CONTROL_CHARS = [chr(i) for i in range(32) if i != 10] + ["\x7f", "é", "#"] + SPACES
+
+
+def digits(count: int) -> str:
+    return "7" * count
 
 
 def token() -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(TOKENS), st.text(alphabet=st.characters(blacklist_characters="\n"), max_size=6))
+    return st.one_of(st.sampled_from(TOKENS), st.text(alphabet=st.characters(blacklist_characters="\n"), max_size=6),
+                     st.sampled_from([19, 400, 4301, 6000]).map(digits), st.sampled_from(SPACES))
 
 
 @st.composite
@@ -45,6 +58,8 @@ def command_line(draw) -> str:
     parts = []
     if draw(st.booleans()):
         parts.append(str(draw(st.integers(0, 10**12))))
+    elif draw(st.integers(0, 9)) == 0:
+        parts.append(digits(draw(st.sampled_from([18, 19, 4301, 6000]))))
     parts.append(draw(st.sampled_from(NAMES)))
     parts += draw(st.lists(token(), max_size=5))
     line = " ".join(parts)
@@ -63,15 +78,21 @@ def command_line(draw) -> str:
 
 
 def kept_text(line: str) -> str:
-    """GTP's rule, restated: drop control characters (tab is a space) and
-    everything from '#'."""
+    """GTP's rule, restated: drop ASCII control characters (tab is a space)
+    and everything from '#'."""
     kept = "".join(" " if ch == "\t" else ch for ch in line if ch == "\t" or ord(ch) >= 32 and ord(ch) != 127)
     return kept.split("#", 1)[0]
 
 
+def words(line: str) -> list[str]:
+    """The tokens: separated by ASCII spaces only (non-ASCII whitespace is
+    part of a word)."""
+    return [w for w in kept_text(line).split(" ") if w]
+
+
 def expects_answer(line: str) -> bool:
-    """A line with nothing left after ``kept_text`` gets no response."""
-    return bool(kept_text(line).strip())
+    """A line with no word left after ``kept_text`` gets no response."""
+    return bool(words(line))
 
 
 class AlwaysPending:
@@ -116,10 +137,11 @@ def check_answer(line: str, text: str) -> None:
         return
     m = RESPONSE.match(text)
     assert m, (line, text[:300])
-    first_tok = kept_text(line).split()[0]
-    # the id comes back exactly when the first token is a number
-    if re.fullmatch(r"[0-9]+", first_tok):
-        assert m.group(2) == str(int(first_tok)), (line, text[:80])
+    first_tok = words(line)[0]
+    # the id comes back exactly when the first token is a number of at most
+    # 18 digits (leading zeros aside); a longer one is refused without an id
+    if re.fullmatch(r"[0-9]+", first_tok) and len(first_tok.lstrip("0")) <= 18:
+        assert m.group(2) == (first_tok.lstrip("0") or "0"), (line, text[:80])
     else:
         assert m.group(2) == "", (line, text[:80])
 
@@ -168,6 +190,146 @@ def test_fuzz_over_pipes(tmp_path):
         p.close()
         err.close()
     bad = [ln for ln in (tmp_path / "stderr.txt").read_text().splitlines()
+           if ln.lstrip().startswith(("=", "?", "info", "play"))]
+    assert not bad
+    assert p.proc.returncode == 0
+
+
+# ---- a seeded conversation over pipes, one line at a time ----------------------------
+
+DEADLINE = 20.0  # seconds for any one answer line (they take milliseconds)
+ANALYZE = ("analyze", "lz-analyze", "kata-analyze")
+HEAD = re.compile(r"\A([=?])(\d*)(?: .*)?\Z")
+
+
+def command_words(line: str) -> tuple[str | None, str]:
+    """(the id the answer must carry, the command name) by the rules above."""
+    w = words(line)
+    if re.fullmatch(r"[0-9]+", w[0]):
+        if len(w[0].lstrip("0")) > 18:
+            return None, ""
+        return w[0].lstrip("0") or "0", (w[1].lower() if len(w) > 1 else "")
+    return None, w[0].lower()
+
+
+def seeded_lines(rng: random.Random, count: int) -> list[str]:
+    """Random command lines, and runs of them that once hung the program."""
+    out: list[str] = []
+    next_id = 1
+
+    def numbered(text: str) -> str:
+        nonlocal next_id
+        r = rng.random()
+        if r < 0.6:
+            next_id += 1
+            return f"{next_id} {text}"
+        if r < 0.65:
+            return f"{digits(rng.choice([19, 400, 4301, 6000]))} {text}"
+        return text
+
+    while len(out) < count:
+        kind = rng.random()
+        if kind < 0.3:  # the same colour to move again and again on a tiny board
+            colour = rng.choice("bw")
+            out += [numbered(f"boardsize {rng.randint(2, 5)}"), numbered("clear_board")]
+            for _ in range(rng.randint(2, 6)):
+                c = colour if rng.random() < 0.8 else rng.choice("bw")
+                out.append(numbered(rng.choice([f"genmove {c}", f"genmove {c}", f"play {c} pass",
+                                                f"lz-analyze {c} 1", f"kata-genmove_analyze {c} 1 pvVisits true"])))
+        elif kind < 0.45:  # an analysis, interrupted by whatever line comes next
+            name = rng.choice(ANALYZE)
+            keys = rng.sample(["interval 1", "minmoves 5", "maxmoves 3", "avoid b A1,B2 1", "allow w A1,B1,pass 1",
+                               "ownership true", "pvVisits true", "movesOwnership true", "ownershipStdev true",
+                               "rootInfo true", f"interval {digits(400)}"], rng.randint(0, 3))
+            out.append(numbered(" ".join([name, rng.choice(["", "b", "w"]), *keys])))
+        elif kind < 0.55:  # non-ASCII whitespace: alone, as a separator, around words
+            sp = rng.choice(SPACES)
+            out.append(rng.choice([sp, sp * 3, numbered(f"genmove{sp}b"), numbered(f"play b{sp}A1"),
+                                   numbered(f"{sp}name"), numbered(f"komi 7.5{sp}")]))
+        else:  # random words, long numbers, control characters
+            args = [rng.choice(TOKENS) if rng.random() < 0.85 else digits(rng.choice([19, 400, 4301]))
+                    for _ in range(rng.randint(0, 4))]
+            text = " ".join([rng.choice(NAMES), *args])
+            if rng.random() < 0.3:
+                k = rng.randrange(len(text) + 1)
+                text = text[:k] + rng.choice(CONTROL_CHARS) + text[k:]
+            out.append(numbered(text))
+    return out[:count]
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for row in f:
+            if row.startswith("VmRSS:"):
+                return int(row.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+class Conversation:
+    """Writes one line at a time and reads its whole answer, each answer
+    line within DEADLINE; an analysis stays open until the next line."""
+
+    def __init__(self, p: GtpProcess, rng: random.Random) -> None:
+        self.p = p
+        self.rng = rng
+        self.streaming = False
+        self.answers = 0
+
+    def _rest(self) -> list[str]:
+        out = []
+        while (line := self.p.read_line(DEADLINE)).strip():
+            out.append(line)
+        return out
+
+    def send(self, line: str) -> None:
+        try:
+            self._send(line)
+        except TimeoutError:
+            raise AssertionError(f"no answer to {line[:80]!r} within {DEADLINE:g} s") from None
+
+    def _send(self, line: str) -> None:
+        self.p.write_line(line)
+        if self.streaming:  # any line ends a running analysis
+            assert all(ln.startswith("info ") for ln in self._rest()), line[:80]
+            self.streaming = False
+        if not expects_answer(line):
+            return
+        head = self.p.read_line(DEADLINE)
+        self.answers += 1
+        m = HEAD.match(head)
+        assert m, (line[:80], head[:80])
+        cid, name = command_words(line)
+        assert m.group(2) == (cid or ""), (line[:80], head[:80])
+        if m.group(1) == "=" and name in ANALYZE and len(words(line)) < 40:
+            self.streaming = True
+            time.sleep(self.rng.random() * 0.02)  # let it search and report a little, or not
+            return
+        body = self._rest()
+        if m.group(1) == "?":
+            assert not body and len(head) < 400, (line[:80], head[:120])
+
+
+def test_seeded_conversation_over_pipes_never_hangs(tmp_path):
+    rng = random.Random(20260517)
+    lines = seeded_lines(rng, 4000)
+    err = open(tmp_path / "stderr.txt", "wb")
+    p = GtpProcess([sys.executable, "-m", "gtp", "--playouts", "40", "--seed", "9"], stderr=err, cwd=str(tmp_path))
+    try:
+        talk = Conversation(p, rng)
+        talk.send("1 boardsize 9")
+        talk.send("2 genmove b")
+        start = rss_bytes(p.proc.pid)
+        for line in lines:
+            talk.send(line)
+        talk.send("")  # ends an analysis still open
+        assert p.send("name") == "sayuri-async"
+        assert talk.answers > 3500
+        grown = rss_bytes(p.proc.pid) - start
+        assert grown < 150 << 20, f"the program grew by {grown >> 20} MiB"
+    finally:
+        p.close()
+        err.close()
+    bad = [ln for ln in (tmp_path / "stderr.txt").read_text().split("\n")
            if ln.lstrip().startswith(("=", "?", "info", "play"))]
     assert not bad
     assert p.proc.returncode == 0

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gtp.analysis import MoveInfo, Report, format_kata, format_lz, parse_analyze_args, rank_moves, wilson_lcb
+from gtp.analysis import MoveInfo, Report, format_kata, format_lz, rank_moves, wilson_lcb
+from gtp.analyze_args import AnalyzeRequest, parse_analyze_args
 from gtp.commands import free_handicap_points
 from gtp.config import ConfigError, GtpConfig, TimeSection, config_from_dict, load_config
 from gtp.main import SafeStderr
@@ -153,7 +154,7 @@ def test_lz_and_kata_lines():
     rep = Report([MoveInfo(20, 12, 0.53456, 0.25, 0.41, 1.5, [20, 30, 81], 0)], 13, 0.52, 1.25,
                  ownership=np.arange(81, dtype=np.float64) / 100.0)
     assert format_lz(rep, n) == "info move C3 visits 12 winrate 5346 prior 2500 lcb 4100 order 0 pv C3 D4 pass"
-    line = format_kata(rep, n, root_info=True)
+    line = format_kata(rep, n, AnalyzeRequest("kata", root_info=True, ownership=True))
     assert line.startswith("info move C3 visits 12 utility 0.069120 winrate 0.534560 scoreMean 1.500 "
                            "scoreLead 1.500 prior 0.250000 lcb 0.410000 order 0 pv C3 D4 pass rootInfo visits 13 ")
     own = line.split("ownership ")[1].split()

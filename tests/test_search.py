@@ -1,4 +1,7 @@
 import asyncio
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -299,3 +302,81 @@ def test_the_tree_is_kept_for_the_same_position_and_dropped_under_other_rules():
     g.rules = Rules(superko=False)
     s.sync(g)
     assert s.root_visits() == 0
+
+
+def as_if_to_move(game: Game, color: int) -> Game:
+    """``game`` with ``color`` to move (ko cleared), as GTP searches for the
+    colour not on turn (``genmove w`` with black to move)."""
+    pos = game.copy()
+    pos.rec["to_move"] = color
+    pos.rec["ko"] = B.NO_KO
+    return pos
+
+
+def test_a_tree_is_not_advanced_to_a_child_searched_for_the_wrong_side():
+    # White searches the empty 2x2 board (black on turn), then passes; asked
+    # for white again, the tree's child "white passed" is a black-to-move
+    # position: its subtree must not be the new root.
+    g = Game(2)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(9))
+    ev = InstantEvaluator(2, value_fn=material)
+    s.sync(as_if_to_move(g, B.WHITE))
+    run(s.playouts(ev, 60))
+    assert s.stats(2)[0][4] > 0  # the pass child has a subtree
+    g.play(4, B.WHITE)
+    s.sync(as_if_to_move(g, B.WHITE))
+    assert s.root_visits() == 0
+    # the same move, then the colour that is on turn: the subtree is kept
+    g2 = Game(2)
+    s.reset()
+    s.sync(as_if_to_move(g2, B.WHITE))
+    run(s.playouts(ev, 60))
+    kept = int(s.stats(2)[0][4])
+    g2.play(4, B.WHITE)
+    s.sync(g2)
+    assert s.root_visits() == kept > 0
+
+
+def test_a_searched_side_other_than_the_one_on_turn_keeps_only_its_own_tree():
+    g = Game(3)
+    s = Search(SearchConfig(), "simple-v1", rng=np.random.default_rng(10))
+    ev = InstantEvaluator(3, value_fn=material)
+    s.sync(as_if_to_move(g, B.WHITE))
+    run(s.playouts(ev, 30))
+    s.sync(as_if_to_move(g, B.WHITE))
+    assert s.root_visits() == 30  # the same position and side: kept
+    s.sync(g)
+    assert s.root_visits() == 0  # black to move: another position
+
+
+def search_from_a_foreign_tree() -> None:
+    """A tree grown for the empty 2x2 board made the root of another
+    position (black stones on A1 and B1, white to move) through the compiled
+    ``set_root``: its edges A1 and B1 are occupied there. The descent must
+    close (prior -1) every edge that is not a legal move where it stands,
+    never play it, and the search must end."""
+    from sayuri_async.search.tree import set_root
+
+    g = Game(2)
+    s = Search(SearchConfig(leaves_per_await=1), "simple-v1", rng=np.random.default_rng(11))
+    ev = InstantEvaluator(2, value_fn=material)
+    s.sync(g)
+    run(s.playouts(ev, 40))
+    other = Game(2)
+    other.play_vertex("A1", B.BLACK)
+    other.play_vertex("pass", B.WHITE)
+    other.play_vertex("B1", B.BLACK)
+    set_root(s.ws, s.nodes, s.edges, other.arr, other.history_hashes(), 8, True, 0, 0)
+    run(s.playouts(ev, 200))
+    _, _, prior = s.stats(2)
+    assert prior[vertex_to_action("A1", 2)] < 0 and prior[vertex_to_action("B1", 2)] < 0
+
+
+def test_a_descent_never_plays_an_edge_that_is_illegal_at_its_position():
+    # In a child process: a descent that played an occupied point broke a
+    # group's stone ring on its scratch board and then looped forever in
+    # compiled code, which nothing in this process could interrupt.
+    tests = str(Path(__file__).resolve().parent)
+    code = f"import sys; sys.path.insert(0, {tests!r}); import test_search; test_search.search_from_a_foreign_tree()"
+    r = subprocess.run([sys.executable, "-c", code], timeout=120, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]

@@ -128,8 +128,10 @@ class Search:
         self._actions = np.zeros(tree.MAX_ACTIONS, dtype=np.int16)
         self._leaves = max(1, min(int(config.leaves_per_await), MAX_LEAVES))
         self._root_key: tuple | None = None
+        self._root_ko = 0  # the root position's ko point (a board point; 0: none)
         self._restricted = False  # restrict_root banned root moves: sync drops the tree
         self._pv = np.zeros(64, dtype=np.int16)
+        self._pv_visits = np.zeros(64, dtype=np.int32)
         self._pass: np.ndarray | None = None
         self._sym_n = 0  # board size of the workspace's symmetry maps
         tree_reset(self.ws, self.nodes)
@@ -140,28 +142,45 @@ class Search:
         """What identifies a position for tree reuse: move count, stones
         (hash), side to move, the start position (set-up and handicap
         stones), komi, size and rules; ``back = 1`` describes the position
-        before the last move. ``hashes``: ``game.history_hashes()``."""
+        before the last move, whose side to move is the colour that played
+        it. ``hashes``: ``game.history_hashes()``. (The ko point is compared
+        apart: see ``sync``.)"""
         to_move = game.to_move if back == 0 else game.moves[-1][0]
         return (len(game.moves) - back, int(hashes[len(hashes) - 1 - back]), to_move, int(hashes[0]),
                 game.komi, game.size, game.rules)
 
+    def _is_root_child(self, game: Game, hashes: np.ndarray) -> bool:
+        """Whether ``game``'s position is the tree root's child for the last
+        move: the position before it is the root's, with the colour that
+        played on turn there, and the other colour is on turn now, as at that
+        child. (GTP may ask for the colour that just played, ``genmove w``
+        twice: that position has the child's stones but not its side to move,
+        and the child's subtree holds the other side's moves.)"""
+        if not game.moves:
+            return False
+        mover = game.moves[-1][0]
+        return game.to_move == 3 - mover and self._position_key(game, hashes, 1) == self._root_key
+
     def sync(self, game: Game) -> None:
         """Point the workspace at ``game``'s current position. The tree is
-        kept when it is this position's (same stones, side, komi and move
-        count), advanced when the game went on by one move from it, and
-        dropped otherwise (undo, a new game, set-up stones, other rules) or
-        after ``restrict_root`` (its bans belong to one search). Self-play
-        calls this every move: the work is one compiled call (``set_root``)."""
+        kept when it is this position's (same stones, side to move, ko
+        point, komi and move count), advanced when the game went on by one
+        move from it and the other colour is on turn (``_is_root_child``),
+        and dropped otherwise (undo, a new game, set-up stones, other rules,
+        the same colour asked to move again) or after ``restrict_root`` (its
+        bans belong to one search). Self-play calls this every move: the
+        work is one compiled call (``set_root``)."""
         hashes = game.history_hashes()
         key = self._position_key(game, hashes)
+        ko = int(game.rec["ko"])
         reused = False
         if self._restricted:
             self._restricted = False
             self._root_key = None
         if self.cfg.reuse_tree and self._root_key is not None:
-            if key == self._root_key:
+            if key == self._root_key and ko == self._root_ko:
                 reused = True
-            elif game.moves and self._position_key(game, hashes, 1) == self._root_key:
+            elif self._is_root_child(game, hashes):
                 reused = advance(self.ws, self.nodes, self.edges, game.moves[-1][1])
         n = game.size
         if n != self._sym_n:
@@ -174,6 +193,7 @@ class Search:
         set_root(self.ws, self.nodes, self.edges, game.arr, hashes, int(self.cfg.max_moves_factor * n * n), reused,
                  self._edge_room, self._node_room)
         self._root_key = key
+        self._root_ko = ko
 
     def reset(self) -> None:
         tree_reset(self.ws, self.nodes)
@@ -286,11 +306,18 @@ class Search:
 
     def pv(self, action: int) -> list[int]:
         """Principal variation starting with root child ``action``."""
+        return self.pv_line(action)[0]
+
+    def pv_line(self, action: int) -> tuple[list[int], list[int]]:
+        """The principal variation starting with root child ``action`` and
+        the visits of the position each of its moves leads to (the first:
+        the child's own visits; 0 for an unvisited child)."""
         i = child_index(self.ws, self.nodes, self.edges, action)
         if i < 0:
-            return [action]
-        k = principal_variation(self.nodes, self.edges, i, self._pv)
-        return [action] + [int(x) for x in self._pv[:k]]
+            return [action], [0]
+        k = principal_variation(self.nodes, self.edges, i, self._pv, self._pv_visits)
+        return ([action] + [int(x) for x in self._pv[:k]],
+                [int(self.nodes[i]["visits"])] + [int(x) for x in self._pv_visits[:k]])
 
     # ---- whole searches --------------------------------------------------
     async def run(

@@ -18,7 +18,11 @@ descend     one playout's way down: replay the root position on the scratch
             are then encoded for the network) or at the end of the game
             (scored at once and backed up: no network request). With the
             node pool full, an edge without a record ends the descent at the
-            node above it, which is evaluated again.
+            node above it, which is evaluated again. An edge that is not a
+            legal move where the descent stands (superko, or simple-illegal
+            in a tree kept for another position) is closed (prior -1) and
+            the descent starts again: each restart closes an edge for good,
+            so a descent always ends.
 cache key   hash of the leaf's last eight positions, side to move and ko
             point (odd, never 0): two leaves with the same key get the same
             network output.
@@ -210,6 +214,13 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
             if child < 0 and w.nodes_used >= nodes.shape[0]:
                 break  # no record for a first visit: evaluate this node again
             p = B.action_to_point(rec.n, edges[e].action)
+            if not B.is_simple_legal(rec, p):
+                # not a move here (a tree kept for another position): never
+                # again. B.play on an occupied point would break a group's
+                # ring of stones and the next capture would walk it forever.
+                edges[e].prior = -1.0
+                restart = True
+                break
             B.play(rec, p)
             h = rec.hash
             if p != B.PASS and _seen_before(w, h, depth):

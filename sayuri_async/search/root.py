@@ -207,9 +207,10 @@ def child_index(ws, nodes, edges, action: int) -> int:
 
 
 @njit(cache=True)
-def principal_variation(nodes, edges, start: int, out) -> int:
-    """Follow the most visited child from node ``start``; writes actions into
-    ``out`` and returns how many."""
+def principal_variation(nodes, edges, start: int, out, visits) -> int:
+    """Follow the most visited child from node ``start``; writes the actions
+    into ``out`` and the visits of the child each one leads to into
+    ``visits``, and returns how many."""
     k = 0
     node = start
     while k < out.shape[0]:
@@ -226,6 +227,7 @@ def principal_variation(nodes, edges, start: int, out) -> int:
         if best < 0:
             break
         out[k] = edges[best].action
+        visits[k] = bv
         k += 1
         node = edges[best].child
     return k
