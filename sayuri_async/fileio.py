@@ -81,7 +81,9 @@ def _commit_new(tmp: Path, target: Path) -> None:
         os.link(tmp, target)
     except FileExistsError:
         raise NameTaken(f"{target}: exists; not replaced") from None
-    except (OSError, NotImplementedError, AttributeError):  # no hard links here: claim the name, then fill it
+    except (OSError, NotImplementedError, AttributeError):
+        # a file system without hard links: create the name exclusively (so an
+        # existing file is never replaced), then move the written file onto it
         try:
             os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         except FileExistsError:

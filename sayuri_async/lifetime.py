@@ -78,7 +78,8 @@ def stop_on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[int], None]
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, stop, sig)
-        except NotImplementedError:  # Windows' loop cannot watch signals: forward them to it
+        except NotImplementedError:
+            # Windows' event loop has no add_signal_handler: a plain handler forwards the signal to the loop
             signal.signal(sig, lambda s, _f: loop.call_soon_threadsafe(stop, s))
         except (RuntimeError, ValueError):  # not the main thread
             return

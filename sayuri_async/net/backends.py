@@ -193,6 +193,15 @@ class RandomBackend(Backend):
 # torch
 
 
+def pad_to_bucket(buckets: list[int], b: int) -> int:
+    """The smallest of the sorted ``buckets`` that holds ``b``; past the
+    largest, the next power of two."""
+    for s in buckets:
+        if s >= b:
+            return s
+    return 1 << (int(b) - 1).bit_length()
+
+
 def default_buckets(max_batch: int) -> list[int]:
     out, b = [], 1
     while b < max_batch:
@@ -290,11 +299,9 @@ class TorchBackend(Backend):
         """The bucket a batch of ``b`` is padded to. A batch above the largest
         bucket (the batcher grew past ``max_batch``) gets a new bucket, the
         next power of two, captured on first use."""
-        for s in self.buckets:
-            if s >= b:
-                return s
-        s = 1 << (int(b) - 1).bit_length()
-        self.buckets.append(s)
+        s = pad_to_bucket(self.buckets, b)
+        if s > self.buckets[-1]:
+            self.buckets.append(s)
         return s
 
     # ---- running --------------------------------------------------------

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 import tempfile
 import threading
 import time
@@ -47,7 +48,7 @@ from typing import Callable
 import numpy as np
 
 from ..features import DEFAULT_ENCODER
-from .backends import Backend, NetOutput, RandomBackend, default_buckets
+from .backends import Backend, NetOutput, RandomBackend, default_buckets, pad_to_bucket
 
 TABLES = Path(__file__).resolve().parent / "device_tables"
 DEFAULT_TABLE = TABLES / "h200.json"
@@ -162,10 +163,10 @@ class DeviceClock:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
                 raw = os.pread(self._fd, 8, 0)
-                free = float(np.frombuffer(raw, dtype=np.float64)[0]) if len(raw) == 8 else 0.0
+                free = struct.unpack("<d", raw)[0] if len(raw) == 8 else 0.0
                 start = max(time.monotonic(), free)
                 end = start + seconds
-                os.pwrite(self._fd, np.float64(end).tobytes(), 0)
+                os.pwrite(self._fd, struct.pack("<d", end), 0)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
             return start, end
@@ -200,10 +201,7 @@ class DeviceModelBackend(Backend):
 
     def bucket(self, b: int) -> int:
         """The padded size of a batch of ``b``, as ``TorchBackend.bucket``."""
-        for s in self.buckets:
-            if s >= b:
-                return s
-        return 1 << (int(b) - 1).bit_length()
+        return pad_to_bucket(self.buckets, b)
 
     def launch(self, batch: np.ndarray) -> Callable[[], NetOutput]:
         """Book the device for the padded batch now (behind whatever is

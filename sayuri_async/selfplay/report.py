@@ -61,7 +61,7 @@ def aggregate(statuses: list[dict]) -> dict:
         "counters": merge([s["counters"] for s in statuses]),
         "settings": statuses[0]["settings"],
         "device_best": max(s.get("device_best", 0.0) for s in statuses),  # per device (they share one kind)
-        "device_rates": max((s.get("device_rates") or {} for s in statuses), key=len),
+        "device_rates": device_rates_of(statuses),
         "warm_at": None if any(s.get("warm_at") is None for s in statuses)
         else max(s["warm_at"] for s in statuses),
         "games": [g for s in statuses for g in s["games"]],
@@ -69,6 +69,12 @@ def aggregate(statuses: list[dict]) -> dict:
         "chunks": sum(s["chunks"] for s in statuses),
         "positions_written": sum(s["positions_written"] for s in statuses),
     }
+
+
+def device_rates_of(statuses) -> dict:
+    """The device's measured rates from engine statuses (the fullest set:
+    processes of one device measure the same device)."""
+    return max((s.get("device_rates") or {} for s in statuses), key=len, default={})
 
 
 def _zeros(counters: dict) -> dict:
@@ -200,13 +206,9 @@ class Verdict:
     advice: dict = field(default_factory=dict)
 
 
-def _bucket_rate(rates: dict, b: int) -> float | None:
+def _bucket_rate(rates: dict[int, float], b: int) -> float | None:
     """The device's evals/s at the bucket a batch of ``b`` is padded to."""
-    keys = sorted(int(k) for k in rates)
-    for k in keys:
-        if k >= b:
-            return float(rates[k] if k in rates else rates[str(k)])
-    return None
+    return next((rates[k] for k in sorted(rates) if k >= b), None)
 
 
 def _larger_batch(r: dict, b: int, loop: float) -> int | None:

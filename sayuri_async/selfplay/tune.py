@@ -47,7 +47,7 @@ from pathlib import Path
 from ..configfile import ConfigError
 from ..infer.stats import add_efficiency, rates
 from .config import SelfplayConfig, add_device_model_options, device_model_overrides, load_selfplay_config
-from .report import busy_label, diagnose, host_load
+from .report import busy_label, device_rates_of, diagnose, host_load
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,7 @@ class PointMeter:
         best = max((s.get("device_best", 0.0) for s in b.values()), default=0.0)
         add_efficiency(fig, best, self.point.batch_size, self.devices)
         driver = statistics.fmean(self._driver) if self._driver else None
-        fig["device_rates"] = max((s.get("device_rates") or {} for s in b.values()), key=len)
+        fig["device_rates"] = device_rates_of(b.values())
         v = diagnose(fig, settings)
         return Sample(evals_s, gpu, fig["loop_busy"], fig["loop_busy_max"], avg, driver,
                       v.kind, fig["device_efficiency"], fig["batch_fill"], v.advice)
