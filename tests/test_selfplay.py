@@ -198,18 +198,34 @@ def test_sigkill_leaves_no_partial_chunk(tmp_path):
 
 
 def test_the_random_network_answers_on_the_loop_and_a_real_one_in_the_worker(tmp_path):
+    import asyncio
+    import threading
+
     from sayuri_async.net.backends import RandomBackend
     from sayuri_async.selfplay.engine import Engine
 
-    class Slow(RandomBackend):  # stands for a network: not cheap
+    class Recording(RandomBackend):  # the threads its batches ran in
+        def __init__(self) -> None:
+            super().__init__(seed=1)
+            self.threads: set = set()
+
+        def run(self, batch):
+            self.threads.add(threading.current_thread())
+            return super().run(batch)
+
+    class Slow(Recording):  # stands for a network: not cheap
         cheap = False
 
-    for backend, cfg_inline, want in [(RandomBackend(), True, True), (RandomBackend(), False, False),
+    for backend, cfg_inline, want in [(Recording(), True, True), (Recording(), False, False),
                                       (Slow(), True, False)]:
-        cfg = SelfplayConfig(board_sizes=[7], out=str(tmp_path / "o"), inline_cheap_backend=cfg_inline)
+        cfg = small_cfg(tmp_path / f"o{len(backend.threads)}{cfg_inline}{backend.cheap}", num_games=1,
+                        inline_cheap_backend=cfg_inline, write_sgf=False)
         eng = Engine(cfg, backend)
         assert all(bt.inline is want for bt in eng.batchers.values())
+        asyncio.run(eng.run())
         eng.close()
+        on_loop = backend.threads == {threading.main_thread()}
+        assert backend.threads and on_loop is want, (cfg_inline, backend.cheap, backend.threads)
 
 
 def _records(count: int) -> list:

@@ -93,9 +93,11 @@ class Batcher:
         self._batch_size = batch_size
         self.timeout_ms = timeout_ms
         self.inline = inline
-        self.worker = worker or (None if inline else Worker())
+        # inline: the loop runs the batches itself, whatever worker the
+        # caller has (an engine passes its device's worker either way)
+        self.worker = None if inline else (worker or Worker())
         self._own_worker = worker is None and not inline
-        self.dispatch = self.worker.dispatch if self.worker is not None else Dispatch(None)
+        self.dispatch = Dispatch(None) if inline else self.worker.dispatch
         self.dispatch.add_feeder(self)
         self.counters = counters or Counters()
         self.clients = 0
