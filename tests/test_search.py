@@ -380,3 +380,23 @@ def test_a_descent_never_plays_an_edge_that_is_illegal_at_its_position():
     code = f"import sys; sys.path.insert(0, {tests!r}); import test_search; test_search.search_from_a_foreign_tree()"
     r = subprocess.run([sys.executable, "-c", code], timeout=120, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_search_run_never_returns_an_illegal_gumbel_pick():
+    """Should sequential halving name a move that is not legal (an
+    unvisited superko move), ``Search.run`` answers the best legal one, so
+    every caller (self-play, match, GTP) gets a legal move."""
+    g = Game(9)
+    g.play_vertex("E5")
+    occupied = vertex_to_action("E5", 9)
+
+    class BadPick(Search):
+        async def _gumbel(self, ev, budget, n):
+            spent = await super()._gumbel(ev, budget, n)
+            self._gumbel_result = (occupied, self._gumbel_result[1])
+            return spent
+
+    s = BadPick(SearchConfig(gumbel_considered_moves=8), "simple-v1", rng=np.random.default_rng(3))
+    res = run(s.run(g, InstantEvaluator(9, value_fn=material), 32, use_gumbel=True))
+    assert res.action != occupied and g.is_legal(res.action)
+    assert res.visits[res.action] == res.visits.max()

@@ -334,7 +334,9 @@ class Search:
     ) -> SearchResult:
         """Search ``game``'s position with ``playouts`` new playouts and pick a
         move. PUCT picks by visits (sampled with ``temperature`` > 0); Gumbel
-        picks the sequential-halving winner. ``allow_pass=False`` keeps pass
+        picks the sequential-halving winner (or, should that be a superko
+        move no playout visited, the most visited legal one): the move is
+        always legal. ``allow_pass=False`` keeps pass
         out of the root's choices (self-play's opening), unless it is the
         only legal move."""
         self.sync(game)
@@ -359,6 +361,9 @@ class Search:
         if use_gumbel:
             action, gumbel_policy = self._gumbel_result
             policy = gumbel_policy.astype(np.float32)
+            if not game.is_legal(int(action)):  # an unvisited superko move: the best legal one
+                legal = game.legal_actions().astype(bool)
+                action = int(np.argmax(np.where(legal, visits + prior, -1.0)))
         return SearchResult(int(action), visits, q, prior, policy, self.root_value(), spent, full_search, use_gumbel)
 
     def _pass_action(self, n: int) -> np.ndarray:

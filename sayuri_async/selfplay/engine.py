@@ -171,7 +171,7 @@ class Engine:
             batcher.attach()
             try:
                 rec = await play_game(self.cfg, search, batcher, self.rng, size, self.encoder, live,
-                                      stop=lambda: self._stop, gate=lambda: self._gate(batcher))
+                                      controls=_WorkerControls(self, batcher))
             finally:
                 batcher.detach()
                 self.live.pop(wid, None)
@@ -240,3 +240,19 @@ class Engine:
         d = asdict(c)
         d["hist"] = c.hist.copy()
         return d
+
+
+class _WorkerControls:
+    """A game's ``Controls`` (``selfplay/game.py``): the engine's stop flag,
+    and its pause gate, which detaches the game's batcher while it waits so
+    the batcher does not wait for a paused game."""
+
+    def __init__(self, engine: Engine, batcher: Batcher) -> None:
+        self.engine = engine
+        self.batcher = batcher
+
+    def stopped(self) -> bool:
+        return self.engine._stop
+
+    async def gate(self) -> None:
+        await self.engine._gate(self.batcher)

@@ -8,21 +8,35 @@ GameRecord   what a finished game hands to the writer: per position the
              would-be resignation, and the root value; per game the final
              score (black's view, komi included), the ownership map (black's
              view), the result string, and the Game itself for SGF.
+GamePlan     what is drawn once a game: komi (with its jitter), how many
+             opening moves are sampled, when pass becomes a root choice, the
+             move cap, and whether a would-be resignation is played out (the
+             check of the resignation threshold).
+MoveSearch   what is drawn each move: the playout budget (full or reduced:
+             a reduced search's policy is not a training target), PUCT or
+             Gumbel, temperature, root noise, whether pass may be chosen.
+Resignation  consecutive searches of one colour under the resignation
+             threshold; ``would_resign`` is the first colour that reached
+             ``resign_consecutive`` of them.
+Controls     what the caller lets a game ask between moves: ``stopped()``
+             (give the game up) and ``gate()`` (wait while paused).
 play_game    ``await play_game(...)`` plays one game to two passes, a
              resignation or the move cap, searching every move through the
-             batcher.
+             batcher: per move, draw a ``MoveSearch``, search, record the
+             position, play, then look at resignation.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from ..features import get_encoder
 from ..go import board as B
-from ..go.game import Game, IllegalMove
+from ..go.game import Game
 from ..go.scoring import ownership, result_string
-from ..search.mcts import Search
+from ..search.mcts import Search, SearchResult
 from .config import SelfplayConfig
 
 
@@ -40,11 +54,39 @@ class GameRecord:
     score: float = 0.0  # black's view, komi included
     ownership: np.ndarray | None = None  # [N*N] black's view
     result: str = ""
-    resigned_by: int = 0  # colour that resigned (0: none)
     game: Game | None = None
 
     def __len__(self) -> int:
         return len(self.action)
+
+    def add_position(self, planes: np.ndarray, res: SearchResult, move: "MoveSearch", to_move: int,
+                     after_resign: bool) -> None:
+        """The position just searched: its packed planes ``[C, ceil(N*N/8)]``
+        and the search's targets (a reduced search's policy is all zeros:
+        no policy target)."""
+        self.planes.append(planes)
+        self.policy.append(res.policy if not move.reduced else np.zeros_like(res.policy))
+        self.action.append(res.action)
+        self.to_move.append(to_move)
+        self.full_search.append(not move.reduced)
+        self.after_resign.append(after_resign)
+        self.root_value.append(winrate(res))
+
+    def finish(self, game: Game, resigned: int) -> None:
+        """Score the final position; ``resigned``: the colour that resigned
+        (0: the game was played to its end)."""
+        self.game = game
+        score = game.score()
+        self.ownership = ownership(game.rec)
+        if resigned:
+            winner_sign = -1.0 if resigned == B.BLACK else 1.0
+            self.result = "W+R" if resigned == B.BLACK else "B+R"
+            # a resigned game's score target: the count of the position
+            # reached, forced to agree with the resignation's winner
+            self.score = winner_sign * max(abs(score), 0.5)
+        else:
+            self.score = score
+            self.result = result_string(score)
 
 
 @dataclass
@@ -57,6 +99,85 @@ class LiveGame:
     value: float = 0.0  # winrate of the side to move at the last search
 
 
+@dataclass(frozen=True)
+class GamePlan:
+    komi: float
+    random_moves: int  # moves sampled by visits (temperature 1) at the start
+    pass_after: int  # moves before pass is a root choice
+    max_moves: int
+    play_out: bool  # play on after a would-be resignation
+
+    @classmethod
+    def draw(cls, cfg: SelfplayConfig, rng: np.random.Generator, size: int) -> "GamePlan":
+        komi = cfg.komi + (float(rng.normal(0.0, cfg.komi_stddev)) if cfg.komi_stddev > 0 else 0.0)
+        area = size * size
+        return cls(
+            komi=round(komi * 2) / 2,
+            random_moves=int(cfg.random_moves_factor * area),
+            pass_after=int(cfg.pass_after_factor * area),
+            max_moves=int(cfg.search.max_moves_factor * area),
+            play_out=cfg.resign_discard_prob > 0 and rng.random() < cfg.resign_discard_prob,
+        )
+
+
+@dataclass(frozen=True)
+class MoveSearch:
+    playouts: int
+    reduced: bool  # a cheap search (playout cap randomisation): no policy target
+    use_gumbel: bool
+    temperature: float
+    noise: bool  # Dirichlet noise at the root
+    allow_pass: bool
+
+    @classmethod
+    def draw(cls, cfg: SelfplayConfig, plan: GamePlan, rng: np.random.Generator, moves_played: int) -> "MoveSearch":
+        reduced = cfg.reduce_playouts > 0 and rng.random() < cfg.reduce_playouts_prob
+        playouts = cfg.reduce_playouts if reduced else cfg.playouts
+        use_gumbel = cfg.gumbel and playouts < max(cfg.gumbel_playouts_threshold, 1)
+        return cls(
+            playouts=playouts,
+            reduced=reduced,
+            use_gumbel=use_gumbel,
+            temperature=1.0 if (moves_played < plan.random_moves and not use_gumbel) else 0.0,
+            noise=cfg.dirichlet_noise and not reduced and not use_gumbel,
+            allow_pass=moves_played >= plan.pass_after,
+        )
+
+
+class Resignation:
+    def __init__(self, threshold: float, consecutive: int) -> None:
+        self.threshold = threshold  # 0: never resign
+        self.consecutive = consecutive
+        self.low_streak = {B.BLACK: 0, B.WHITE: 0}
+        self.would_resign = 0  # colour (0: none yet)
+
+    def see(self, to_move: int, winrate: float) -> bool:
+        """One search's winrate for ``to_move``; True when it makes
+        ``to_move`` the colour that would resign."""
+        if self.threshold <= 0 or self.would_resign:
+            return False
+        self.low_streak[to_move] = self.low_streak[to_move] + 1 if winrate < self.threshold else 0
+        if self.low_streak[to_move] >= self.consecutive:
+            self.would_resign = to_move
+            return True
+        return False
+
+
+class Controls(Protocol):
+    def stopped(self) -> bool:
+        """Give the game up now (the engine stops)."""
+        ...
+
+    async def gate(self) -> None:
+        """Return when the game may go on (waits while paused)."""
+        ...
+
+
+def winrate(res: SearchResult) -> float:
+    """The search's root value as the side to move's winrate in [0, 1]."""
+    return (res.value + 1.0) / 2.0
+
+
 async def play_game(
     cfg: SelfplayConfig,
     search: Search,
@@ -65,86 +186,42 @@ async def play_game(
     size: int,
     encoder: str,
     live: LiveGame | None = None,
-    stop=None,
-    gate=None,
+    controls: Controls | None = None,
 ) -> GameRecord | None:
-    """Play one game. Returns None when ``stop()`` became true mid-game."""
-    komi = cfg.komi + (float(rng.normal(0.0, cfg.komi_stddev)) if cfg.komi_stddev > 0 else 0.0)
-    komi = round(komi * 2) / 2
-    game = Game(size, komi, undo_stack=False)  # self-play never takes a move back
+    """Play one game. Returns None when ``controls.stopped()`` became true
+    mid-game."""
+    plan = GamePlan.draw(cfg, rng, size)
+    game = Game(size, plan.komi, undo_stack=False)  # self-play never takes a move back
     search.reset()
     enc = get_encoder(encoder)
-    planes = np.zeros((enc.planes, size, size), dtype=np.uint8)
-    rec = GameRecord(size, komi)
-    random_moves = int(cfg.random_moves_factor * size * size)
-    pass_after = int(cfg.pass_after_factor * size * size)
-    max_moves = int(cfg.search.max_moves_factor * size * size)
-    play_out = cfg.resign_discard_prob > 0 and rng.random() < cfg.resign_discard_prob
-    low_streak = {B.BLACK: 0, B.WHITE: 0}
-    would_resign = 0
+    planes = np.zeros((enc.planes, size, size), dtype=np.uint8)  # [C, N, N]
+    rec = GameRecord(size, plan.komi)
+    resignation = Resignation(cfg.resign_threshold, cfg.resign_consecutive)
     counters = batcher.counters
-    while not game.is_over() and len(game.moves) < max_moves:
-        if gate is not None:
-            await gate()
-        if stop is not None and stop():
-            return None
-        reduced = cfg.reduce_playouts > 0 and rng.random() < cfg.reduce_playouts_prob
-        playouts = cfg.reduce_playouts if reduced else cfg.playouts
-        use_gumbel = cfg.gumbel and playouts < max(cfg.gumbel_playouts_threshold, 1)
-        temperature = 1.0 if (len(game.moves) < random_moves and not use_gumbel) else 0.0
-        res = await search.run(
-            game,
-            batcher,
-            playouts,
-            noise=cfg.dirichlet_noise and not reduced and not use_gumbel,
-            use_gumbel=use_gumbel,
-            temperature=temperature,
-            full_search=not reduced,
-            allow_pass=len(game.moves) >= pass_after,
-        )
-        action = res.action
+    while not game.is_over() and len(game.moves) < plan.max_moves:
+        if controls is not None:
+            await controls.gate()
+            if controls.stopped():
+                return None
+        move = MoveSearch.draw(cfg, plan, rng, len(game.moves))
+        res = await search.run(game, batcher, move.playouts, noise=move.noise, use_gumbel=move.use_gumbel,
+                               temperature=move.temperature, full_search=not move.reduced,
+                               allow_pass=move.allow_pass)
         to_move = game.to_move
         enc.encode_into(game.arr, planes)
-        rec.planes.append(np.packbits(planes.reshape(enc.planes, -1), axis=-1))
-        rec.policy.append(res.policy if not reduced else np.zeros_like(res.policy))
-        rec.action.append(action)
-        rec.to_move.append(to_move)
-        rec.full_search.append(not reduced)
-        rec.after_resign.append(would_resign != 0)
-        rec.root_value.append((res.value + 1.0) / 2.0)
-        winrate = (res.value + 1.0) / 2.0
-        try:
-            game.play(action)
-        except IllegalMove:  # an unvisited superko move picked by Gumbel: the best legal one
-            mask = game.legal_actions().astype(bool)
-            action = int(np.argmax(np.where(mask, res.visits + res.prior, -1.0)))
-            rec.action[-1] = action
-            game.play(action)
-        game.comments[-1] = f"visits {int(res.visits.sum())} winrate {winrate:.3f}" + ("" if not reduced else " (fast)")
+        rec.add_position(np.packbits(planes.reshape(enc.planes, -1), axis=-1), res, move, to_move,
+                         after_resign=resignation.would_resign != 0)
+        game.play(res.action)
+        game.comments[-1] = (f"visits {int(res.visits.sum())} winrate {winrate(res):.3f}"
+                             + (" (fast)" if move.reduced else ""))
         counters.moves += 1
         if live is not None:
             live.move = len(game.moves)
             live.playouts = res.playouts
-            live.value = winrate
-        if cfg.resign_threshold > 0 and would_resign == 0:
-            low_streak[to_move] = low_streak[to_move] + 1 if winrate < cfg.resign_threshold else 0
-            if low_streak[to_move] >= cfg.resign_consecutive:
-                would_resign = to_move
-                if not play_out:
-                    break
-    rec.game = game
-    score = game.score()
-    rec.ownership = ownership(game.rec)
-    if would_resign and not play_out:
-        rec.resigned_by = would_resign
-        winner_sign = -1.0 if would_resign == B.BLACK else 1.0
-        rec.result = ("W+R" if would_resign == B.BLACK else "B+R")
-        # a resigned game's score target: the count of the position reached,
-        # forced to agree with the resignation's winner
-        rec.score = winner_sign * max(abs(score), 0.5)
-    else:
-        rec.score = score
-        rec.result = result_string(score)
+            live.value = winrate(res)
+        if resignation.see(to_move, winrate(res)) and not plan.play_out:
+            break
+    rec.finish(game, resignation.would_resign if not plan.play_out else 0)
     counters.games += 1
     counters.positions += len(rec)
     return rec
