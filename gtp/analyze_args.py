@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from .args import is_color, parse_bool, parse_gtp_color, parse_int, parse_vertex_list
 from .protocol import GtpError, shown
 
-STYLES = ("lz", "kata", "sabaki")
 INTERVAL_RANGE = (0, 360_000)  # centiseconds: up to an hour between lines
 MOVES_RANGE = (0, 1000)  # more than the 626 moves of a 25x25 board
 DEPTH_RANGE = (1, 1_000_000)

@@ -246,10 +246,5 @@ def get_encoder(name: str = DEFAULT_ENCODER) -> Encoder:
         raise ValueError(f"unknown encoder {name!r}; known: {sorted(ENCODERS)}") from None
 
 
-def encode_game(game: Any, name: str = DEFAULT_ENCODER) -> np.ndarray:
-    """Planes ``[C, N, N]`` for a ``go.game.Game`` (Python convenience)."""
-    return get_encoder(name)(game.arr)
-
-
 # Sayuri's 43-plane encoder registers itself into ENCODERS when imported.
 from .sayuri import encoder as _sayuri_encoder  # noqa: E402,F401

@@ -76,7 +76,6 @@ def _make_zobrist() -> np.ndarray:
 
 ZOBRIST = _make_zobrist()  # [color, point]; constant, baked into compiled code
 # Mixed into hashes that also depend on the side to move (NN cache keys).
-ZOBRIST_TO_MOVE = np.uint64(0x9E3779B97F4A7C15)
 
 
 # --------------------------------------------------------------------------

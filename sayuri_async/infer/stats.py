@@ -27,8 +27,9 @@ device efficiency
                of 8 still scores low. None without a device (the random
                network).
 batch fill     avgBatchSize over ``batch_size``.
-Counters only grow; ``Snapshot`` freezes them, ``rates(a, b)`` turns two
-snapshots into per-second figures. Plain dicts travel between processes.
+Counters only grow; ``Counters.as_dict()`` freezes them into a plain dict
+(dicts travel between processes), ``merge`` adds such dicts up, and
+``rates(a, b, ...)`` turns two of them into per-second figures.
 """
 from __future__ import annotations
 
@@ -59,25 +60,18 @@ class Counters:
     queue_depth: int = 0  # requests committed and not yet answered (a level, not a counter)
     in_flight: int = 0  # batches in the backend or waiting for the worker (a level)
 
+    def as_dict(self) -> dict:
+        """A frozen copy: plain values, the histogram copied."""
+        d = asdict(self)
+        d["hist"] = self.hist.copy()
+        return d
+
     def add_batch(self, size: int, reason: str, busy_s: float) -> None:
         self.evals += size
         self.batches += 1
         self.flush[reason] += 1
         self.busy_s += busy_s
         self.hist[min(size, HIST_BINS - 1)] += 1
-
-
-@dataclass
-class Snapshot:
-    t: float
-    loop_cpu_s: float
-    c: dict
-
-    @staticmethod
-    def take(counters: Counters, loop_cpu_s: float) -> "Snapshot":
-        d = asdict(counters)
-        d["hist"] = counters.hist.copy()
-        return Snapshot(time.perf_counter(), loop_cpu_s, d)
 
 
 def merge(snaps: list[dict]) -> dict:

@@ -23,22 +23,6 @@ import math
 import numpy as np
 
 
-def halving_schedule(budget: int, k: int) -> list[int]:
-    """Visits per remaining action in each phase, for ``k`` considered actions
-    and ``budget`` playouts. The counts are such that the total spent is
-    ``budget`` exactly once the last phase spreads its remainder round-robin
-    (see ``phase_plan``)."""
-    if k <= 1:
-        return [budget]
-    phases = max(1, math.ceil(math.log2(k)))
-    out = []
-    remaining = k
-    for _ in range(phases):
-        out.append(max(1, budget // (phases * remaining)))
-        remaining = max(1, math.ceil(remaining / 2))
-    return out
-
-
 def phase_sizes(k: int) -> list[int]:
     """How many actions remain in each phase: k, ceil(k/2), ... down to 2."""
     sizes = [k]

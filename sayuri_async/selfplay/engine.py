@@ -207,7 +207,7 @@ class Engine:
 
     # ---- figures -------------------------------------------------------
     def status(self) -> dict:
-        counters = merge([self._counter_dict(bt.counters) for bt in self.batchers.values()])
+        counters = merge([bt.counters.as_dict() for bt in self.batchers.values()])
         elapsed = time.perf_counter() - self._t0
         if self._warm_at is None and counters.get("moves", 0) > 0:
             self._warm_at = elapsed  # a whole search has run: every compiled path is loaded
@@ -234,12 +234,6 @@ class Engine:
             "positions_written": self.writer.positions_written,
             "pid": os.getpid(),
         }
-
-    @staticmethod
-    def _counter_dict(c: Counters) -> dict:
-        d = asdict(c)
-        d["hist"] = c.hist.copy()
-        return d
 
 
 class _WorkerControls:
