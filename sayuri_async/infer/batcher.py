@@ -259,20 +259,18 @@ class Batcher:
 
     def _launch(self, arr: np.ndarray, count: int):
         """Start a batch on the backend (in the worker thread, or on the
-        loop when inline); returns ``collect() -> (output, error, busy
-        seconds)``, which waits for it. ``_done`` gets that on the loop."""
+        loop when inline). Returns the batch's ``(output, error, busy
+        seconds)`` when it ran inside ``launch`` (or failed there), else
+        ``collect() -> (output, error, busy seconds)``, which waits for it
+        (``infer/worker.py``). ``_done`` gets the tuple on the loop."""
         t0 = time.perf_counter()
         try:
             wait = self.backend.launch(arr[:count])
         except BaseException as e:  # the batch's requests get it, not the thread
-            failed = (None, e, 0.0)
-
-            def collect_failure() -> tuple:
-                return failed
-
-            collect_failure.ready = True  # type: ignore[attr-defined]
-            return collect_failure
+            return None, e, 0.0
         launched_s = time.perf_counter() - t0
+        if not callable(wait):  # it ran: the NetOutput
+            return wait, None, launched_s if wait.device_s is None else wait.device_s
 
         def collect() -> tuple:
             t1 = time.perf_counter()
@@ -283,7 +281,6 @@ class Batcher:
             busy = out.device_s
             return out, None, (launched_s + time.perf_counter() - t1) if busy is None else busy
 
-        collect.ready = getattr(wait, "ready", False)  # type: ignore[attr-defined]
         return collect
 
     def _done(self, buf: _Buffer, count: int, reason: str, result, worker_exc: BaseException | None) -> None:

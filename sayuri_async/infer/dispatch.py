@@ -57,9 +57,9 @@ class Dispatch:
 
     def send(self, loop: asyncio.AbstractEventLoop, fn: Callable, args: tuple,
              done: Callable[[Any, BaseException | None], None]) -> None:
-        """Launch ``fn(*args)`` on the device (it returns ``collect``, see
-        ``infer/worker.py``) and then call ``done(collect(), error)`` on the
-        loop; the batch waits in ``ready`` while ``bound`` are
+        """Launch ``fn(*args)`` on the device (it returns the result, or a
+        ``collect`` that waits for it: see ``infer/worker.py``) and then
+        call ``done(result, error)`` on the loop; the batch waits in ``ready`` while ``bound`` are
         handed. ``done`` must call ``finished()`` first."""
         if self.handed >= self.bound:
             self.ready.append((loop, fn, args, done))
@@ -72,7 +72,8 @@ class Dispatch:
             self.most_handed = self.handed
         if self.worker is None:  # inline: run now, answer on the loop's next turn
             try:
-                result, error = fn(*args)(), None
+                started = fn(*args)
+                result, error = (started() if callable(started) else started), None
             except BaseException as e:
                 result, error = None, e
             loop.call_soon(done, result, error)

@@ -5,16 +5,18 @@ Vocabulary
 ----------
 job        ``(loop, launch, args, done)``: the worker calls ``launch(*args)``,
            which starts the work and returns ``collect``, a callable that
-           waits for it and returns the result; then the worker schedules
+           waits for it and returns the result, or (work that ran inside
+           ``launch``) the result itself; then the worker schedules
            ``done(result, error)`` on ``loop`` (one of them None).
 pipeline   two threads: the launcher calls ``launch`` as soon as a job is
            submitted, the collector calls each ``collect`` in launch order and
            answers the loop. So a device that queues work (a CUDA stream, the
            device model) has batch k+1 queued behind batch k however late
            the collector wakes up or gets the GIL back after batch k; a
-           backend that cannot queue runs the batch inside ``launch`` and its
-           ``collect`` (marked ``ready``) just returns it: the launcher then
-           answers the loop itself, one thread hop less. How many batches
+           backend that cannot queue runs the batch inside ``launch``, which
+           returns the result: the launcher then answers the loop itself
+           (one thread hop less) unless earlier batches still wait in the
+           collector, behind which it queues to keep the order. How many batches
            are launched at a time is the dispatch's ``bound``.
 Worker     the threads and their queues. Batchers on one device share one
            worker, so their batches never overlap on the device, and its
@@ -54,7 +56,7 @@ class Worker:
     def __init__(self, name: str = "infer", bound: int = DEFAULT_BOUND) -> None:
         self.dispatch = Dispatch(self, bound)
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._launched: queue.SimpleQueue = queue.SimpleQueue()  # (loop, done, collect, error), or None
+        self._launched: queue.SimpleQueue = queue.SimpleQueue()  # (loop, done, collect or result, error), or None
         self._threads = [threading.Thread(target=self._launch_all, name=f"{name}-launch", daemon=True),
                          threading.Thread(target=self._collect_all, name=f"{name}-collect", daemon=True)]
         self._closed = False
@@ -76,14 +78,14 @@ class Worker:
                 return
             loop, launch, args, done = job
             try:
-                collect = launch(*args)
+                started = launch(*args)
             except BaseException as e:  # handed to the loop, which fails the batch's requests
                 self._launched.put((loop, done, None, e))
                 continue
-            if getattr(collect, "ready", False) and self._launched.empty():
-                self._answer(loop, done, collect, None)  # it ran inside launch: no hop to the collector
+            if not callable(started) and self._launched.empty():
+                self._answer(loop, done, started, None)  # it ran inside launch: no hop to the collector
             else:
-                self._launched.put((loop, done, collect, None))
+                self._launched.put((loop, done, started, None))
 
     def _collect_all(self) -> None:
         while True:
@@ -93,12 +95,12 @@ class Worker:
             self._answer(*item)
 
     @staticmethod
-    def _answer(loop: asyncio.AbstractEventLoop, done: Callable, collect: Callable | None,
+    def _answer(loop: asyncio.AbstractEventLoop, done: Callable, started: Any,
                 error: BaseException | None) -> None:
         result = None
         if error is None:
             try:
-                result = collect()
+                result = started() if callable(started) else started
             except BaseException as e:
                 error = e
         try:

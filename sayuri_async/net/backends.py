@@ -73,17 +73,6 @@ class NetOutput:
         return self.wdl[:, 0] - self.wdl[:, 2]
 
 
-def finished(out: "NetOutput") -> Callable[[], "NetOutput"]:
-    """The ``collect`` of a batch that already ran inside ``launch``: its
-    ``ready`` attribute tells the worker it need not hand it to the
-    collector thread (one thread hop less per batch)."""
-    def collect() -> NetOutput:
-        return out
-
-    collect.ready = True  # type: ignore[attr-defined]
-    return collect
-
-
 class Backend(ABC):
     """Base class: ``encoder``, ``planes``, ``name``, ``device``; ``run``."""
 
@@ -101,13 +90,15 @@ class Backend(ABC):
     def run(self, batch: np.ndarray) -> NetOutput:  # [B, C, N, N] uint8
         """Evaluate a batch (every backend defines this)."""
 
-    def launch(self, batch: np.ndarray) -> Callable[[], NetOutput]:
-        """Start evaluating ``batch``; the returned ``collect()`` waits for
-        and returns its NetOutput. A device that queues work (a CUDA
-        stream, the device model) returns at once, so the worker can launch
-        the next batch behind it; here the batch runs now. Calls are
+    def launch(self, batch: np.ndarray) -> "NetOutput | Callable[[], NetOutput]":
+        """Start evaluating ``batch``. A device that queues work (a CUDA
+        stream, the device model) returns at once a ``collect()`` that
+        waits for and returns the NetOutput, so the worker can launch the
+        next batch behind it; a backend that cannot queue (this default,
+        the CPU) runs the batch now and returns its NetOutput itself, which
+        spares the worker a thread hop and the batch a closure. Calls are
         serial, and ``collect``s are called in launch order."""
-        return finished(self.run(batch))
+        return self.run(batch)
 
     def alloc_input(self, max_batch: int, n: int) -> np.ndarray:
         """uint8 ``[max_batch, C, n, n]`` for the batcher to fill."""
@@ -318,9 +309,10 @@ class TorchBackend(Backend):
         return policy, wdl, out["score"].float(), out["ownership"].float()
 
     def run(self, batch: np.ndarray) -> NetOutput:
-        return self.launch(batch)()
+        started = self.launch(batch)
+        return started() if callable(started) else started
 
-    def launch(self, batch: np.ndarray) -> Callable[[], NetOutput]:
+    def launch(self, batch: np.ndarray) -> "NetOutput | Callable[[], NetOutput]":
         """CPU: runs the batch now. CUDA: queues the input copy, the forward
         (a graph replay or eager kernels) and the output copies on the
         backend's stream, between two timing events, and returns at once;
@@ -331,7 +323,7 @@ class TorchBackend(Backend):
         with self._lock, torch.inference_mode():
             if not self.is_cuda:
                 p, w, s, o = self._forward(torch.from_numpy(np.ascontiguousarray(batch)))
-                return finished(NetOutput(p.numpy(), w.numpy(), s.numpy(), o.numpy()))
+                return NetOutput(p.numpy(), w.numpy(), s.numpy(), o.numpy())
             if self.use_cuda_graphs:
                 return self._graph(n, self.bucket(b)).launch(batch)
             return self._eager_cuda(batch)
