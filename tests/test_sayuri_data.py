@@ -100,8 +100,9 @@ def test_convert_writes_chunks_the_trainer_reads(tmp_path, capsys):
     text, _ = game_records(np.random.default_rng(1))
     src = tmp_path / "a.txt"
     src.write_text(text)
-    written, warnings = convert([str(src)], tmp_path / "data")
-    assert len(written) == 2 and not warnings
+    res = convert([str(src)], tmp_path / "data")
+    written, warnings = res.written, res.warnings
+    assert len(written) == 2 and not warnings and res.positions == 3
     for path in written:
         arrays = read_chunk(path, encoder="sayuri-v3", planes=43)
         assert arrays["meta"]["board_size"] in (7, 9)
@@ -125,8 +126,8 @@ def test_damaged_data_is_reported(tmp_path):
         path.write_text(body)
         with pytest.raises(SayuriDataError, match=message):
             list(iter_records(path))
-    written, warnings = convert([str(tmp_path / "v3.txt")], tmp_path / "out")
-    assert not written and "record version 3" in warnings[0]
+    res = convert([str(tmp_path / "v3.txt")], tmp_path / "out")
+    assert not res.written and "record version 3" in res.warnings[0]
 
 
 def test_import_goes_through_the_atomic_writer_and_keeps_earlier_imports(tmp_path, monkeypatch):
@@ -147,9 +148,9 @@ def test_import_goes_through_the_atomic_writer_and_keeps_earlier_imports(tmp_pat
     monkeypatch.setattr("sayuri_async.sayuri.data.atomic_path", spy)
     old = os.umask(0o022)
     try:
-        first, _ = convert([str(src)], tmp_path / "data")
+        first = convert([str(src)], tmp_path / "data").written
         before = {p: open(p, "rb").read() for p in first}
-        second, _ = convert([str(src)], tmp_path / "data")  # the same pid, maybe the same second
+        second = convert([str(src)], tmp_path / "data").written  # the same pid, maybe the same second
     finally:
         os.umask(old)
     assert {os.path.basename(p) for p in first + second} <= {name for name, _ in used}

@@ -9,9 +9,9 @@ record      53 text lines per position (Sayuri's ``src/neural/training_data.h``)
             (``N*N+1`` numbers), the opponent's next policy (auxiliary
             target), ownership (one character per point: ``1`` side to
             move, ``3`` opponent, ``0`` neither), result (1 win, 0 draw,
-            -1 loss, side to move), four average Q values, final score
-            (side to move), four average score leads, Q and score stddev,
-            policy KLD.
+            -1 loss, side to move), four average Q values (average, short,
+            middle, long term), final score (side to move), four average
+            score leads (same order), Q and score stddev, policy KLD.
 binary plane  one line: each hex digit holds 4 points, the first point in its
             lowest bit; with an odd ``N*N`` one last ``0``/``1`` for the last
             point. Planes are Sayuri's input planes 1-37 (our 0-36).
@@ -19,9 +19,16 @@ chunk file  many records one after another, gzip-compressed (``.gz``) or
             plain text; positions may be of several board sizes.
 sample      one position in the form of our chunks (``docs/data-format.md``):
             the 43 ``sayuri-v3`` planes (the last six rebuilt from rule and
-            komi as ``encoder.py`` writes them), policy, next_action,
-            action, wdl, score, ownership, to_move, komi, full_search,
-            after_resign, game, root_value.
+            komi as ``encoder.py`` writes them), policy, opp_policy (the
+            auxiliary policy as it is, soft), next_action, action, wdl,
+            score, ownership, to_move, komi, full_search, after_resign, game,
+            root_value, q_avg, score_avg, stddev, policy_kld.
+stream      ``convert`` reads record after record and keeps, per board size,
+            at most ``chunk_positions`` samples (packed) before it writes
+            them as a chunk: memory stays bounded however many files and
+            records come in. Chunks span input files; a game cut by a chunk
+            boundary continues in the next chunk (``game`` is an index
+            within a chunk).
 
 What is derived rather than read: ``next_action`` is the most likely move of
 the auxiliary policy (-1 when it is all zero); ``action`` is read off the
@@ -79,7 +86,9 @@ class Record:
     result: int
     q: np.ndarray  # float32 [4]: average, short, middle, long
     final_score: float
-    score: np.ndarray  # float32 [4]
+    score: np.ndarray  # float32 [4]: average, short, middle, long
+    stddev: np.ndarray  # float32 [2]: Q, score
+    kld: float
 
 
 def _open(path: str) -> io.BufferedIOBase:
@@ -89,29 +98,44 @@ def _open(path: str) -> io.BufferedIOBase:
 
 
 def _floats(line: bytes, count: int, what: str) -> np.ndarray:
+    """``count`` numbers of one line; the zeros (most of a policy) are not
+    converted one by one."""
     words = line.split()
     if len(words) != count:
         raise ValueError(f"{what}: {len(words)} numbers, expected {count}")
-    return np.array([float(w) for w in words], dtype=np.float32)
+    out = np.zeros(count, dtype=np.float32)
+    nonzero = [i for i, w in enumerate(words) if w != b"0"]
+    if nonzero:
+        out[nonzero] = [float(words[i]) for i in nonzero]
+    if not np.isfinite(out).all():
+        raise ValueError(f"{what}: a number that is not finite")
+    return out
 
 
 def _planes(lines: list[bytes], n: int) -> np.ndarray:
+    """The binary planes of ``lines`` at once: ``uint8 [len(lines), N*N]``."""
     nn = n * n
     q = nn // 4
     extra = nn % 4
-    out = np.empty((len(lines), nn), np.uint8)
-    for i, line in enumerate(lines):
-        line = line.strip()
-        if len(line) != q + (1 if extra else 0):
-            raise ValueError(f"plane {i}: {len(line)} characters, expected {q + (1 if extra else 0)}")
-        codes = _HEX[np.frombuffer(line[:q], np.uint8)]
-        if (codes == 255).any():
-            raise ValueError(f"plane {i}: a character that is not a hex digit")
-        out[i, :4 * q] = ((codes[:, None] >> np.arange(4, dtype=np.uint8)) & 1).reshape(-1)
-        if extra:
-            if line[q:q + 1] not in (b"0", b"1"):
-                raise ValueError(f"plane {i}: last point is {line[q:q + 1]!r}, expected 0 or 1")
-            out[i, nn - 1] = line[q] - ord("0")
+    width = q + (1 if extra else 0)
+    rows = [line.strip() for line in lines]
+    for i, line in enumerate(rows):
+        if len(line) != width:
+            raise ValueError(f"plane {i}: {len(line)} characters, expected {width}")
+    chars = np.frombuffer(b"".join(rows), np.uint8).reshape(len(rows), width)
+    codes = _HEX[chars[:, :q]]
+    if (codes == 255).any():
+        raise ValueError(f"plane {int(np.nonzero((codes == 255).any(axis=1))[0][0])}: "
+                         "a character that is not a hex digit")
+    out = np.empty((len(rows), nn), np.uint8)
+    out[:, :4 * q] = ((codes[:, :, None] >> np.arange(4, dtype=np.uint8)) & 1).reshape(len(rows), -1)
+    if extra:
+        last = chars[:, q]
+        bad = (last != ord("0")) & (last != ord("1"))
+        if bad.any():
+            i = int(np.nonzero(bad)[0][0])
+            raise ValueError(f"plane {i}: last point is {bytes([last[i]])!r}, expected 0 or 1")
+        out[:, nn - 1] = last - ord("0")
     return out
 
 
@@ -142,6 +166,7 @@ def parse_record(lines: list[bytes]) -> Record:
         policy=_floats(lines[44], a, "policy"), aux_policy=_floats(lines[45], a, "auxiliary policy"),
         ownership=own, result=result, q=_floats(lines[48], 4, "average Q values"),
         final_score=float(lines[49]), score=_floats(lines[50], 4, "average score leads"),
+        stddev=_floats(lines[51], 2, "Q and score stddev"), kld=float(lines[52]),
     )
 
 
@@ -195,56 +220,90 @@ def _continues(prev: Record, cur: Record) -> bool:
             and np.array_equal(cur.planes[3], prev.planes[1]) and np.array_equal(cur.planes[4], prev.planes[0]))
 
 
-def records_to_samples(records: list[Record], name: str = "sayuri") -> dict[int, dict[str, Any]]:
-    """Samples grouped by board size: ``{N: arrays of our chunk format + 'meta'}``."""
-    games = np.zeros(len(records), np.int32)
-    actions = np.full(len(records), -1, np.int16)
-    g = 0
-    for i, rec in enumerate(records):
-        if i > 0:
-            if _continues(records[i - 1], rec):
-                last = np.nonzero(rec.planes[2])[0]
-                actions[i - 1] = last[0] if len(last) else rec.board_size ** 2
-            else:
-                g += 1
-        games[i] = g
-    by_size: dict[int, list[int]] = {}
-    for i, rec in enumerate(records):
-        by_size.setdefault(rec.board_size, []).append(i)
-    out: dict[int, dict[str, Any]] = {}
-    for n, idx in sorted(by_size.items()):
-        rs = [records[i] for i in idx]
-        planes = np.stack([sample_planes(r) for r in rs])
+class SampleBuffer:
+    """The samples of one board size waiting to be written, packed as they
+    come (about 3 KB a 19x19 sample): ``add`` one, ``arrays`` for a chunk."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.rows: list[tuple[Record, np.ndarray, int, int]] = []  # record, packed planes, action, game
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def add(self, rec: Record, action: int, game: int) -> None:
+        packed = np.packbits(sample_planes(rec), axis=-1)
+        slim = Record(rec.board_size, rec.komi, rec.rule, rec.wave, np.empty((0, 0), np.uint8), rec.black_to_move,
+                      rec.policy.astype(np.float16), rec.aux_policy.astype(np.float16), rec.ownership, rec.result,
+                      rec.q, rec.final_score, rec.score, rec.stddev, rec.kld)
+        self.rows.append((slim, packed, action, game))
+
+    def arrays(self, name: str) -> dict[str, Any]:
+        """The chunk arrays of the samples held (``meta`` included), in order."""
+        rs = [r for r, _, _, _ in self.rows]
+        m = len(rs)
         aux = np.stack([r.aux_policy for r in rs])
-        nxt = np.where(aux.sum(axis=1) > 0, aux.argmax(axis=1), -1).astype(np.int16)
+        has_aux = aux.astype(np.float32).sum(axis=1) > 0
+        nxt = np.where(has_aux, aux.argmax(axis=1), -1).astype(np.int16)
         policy = np.stack([r.policy for r in rs])
-        wdl = np.zeros((len(rs), 3), np.float32)
-        wdl[np.arange(len(rs)), [1 - r.result for r in rs]] = 1.0
-        game_ids = games[idx]
-        _, game_ids = np.unique(game_ids, return_inverse=True)
-        out[n] = {
+        wdl = np.zeros((m, 3), np.float32)
+        wdl[np.arange(m), [1 - r.result for r in rs]] = 1.0
+        _, game_ids = np.unique(np.array([g for _, _, _, g in self.rows]), return_inverse=True)
+        q = np.stack([r.q for r in rs]).astype(np.float32)
+        return {
             "meta": {"format": "sayuri-async-chunk", "version": 1, "encoder": NAME, "planes": PLANES,
-                     "board_size": n, "games": int(game_ids.max()) + 1 if len(rs) else 0, "generator": name},
-            "planes": np.packbits(planes, axis=-1),
-            "policy": policy.astype(np.float16),
+                     "board_size": self.n, "games": int(game_ids.max()) + 1 if m else 0, "generator": name},
+            "planes": np.stack([p for _, p, _, _ in self.rows]),
+            "policy": policy,
+            "opp_policy": aux,
             "next_action": nxt,
-            "action": actions[idx],
+            "action": np.array([a for _, _, a, _ in self.rows], np.int16),
             "wdl": wdl,
             "score": np.array([r.final_score for r in rs], np.float32),
             "ownership": np.stack([r.ownership for r in rs]).astype(np.int8),
             "to_move": np.array([1 if r.black_to_move else 2 for r in rs], np.int8),
             "komi": np.array([r.komi for r in rs], np.float32),
-            "full_search": policy.sum(axis=1) > 0,
-            "after_resign": np.zeros(len(rs), bool),
-            "game": game_ids.astype(np.int32),
-            "root_value": np.array([(r.q[0] + 1.0) / 2.0 for r in rs], np.float32),
+            "full_search": policy.astype(np.float32).sum(axis=1) > 0,
+            "after_resign": np.zeros(m, bool),
+            "game": game_ids.astype(np.int32).reshape(m),
+            "root_value": (q[:, 0] + 1.0) / 2.0,
+            "q_avg": q,
+            "score_avg": np.stack([r.score for r in rs]).astype(np.float32),
+            "stddev": np.stack([r.stddev for r in rs]).astype(np.float32),
+            "policy_kld": np.array([r.kld for r in rs], np.float32),
         }
-    return out
+
+
+def _last_move(rec: Record) -> int:
+    last = np.nonzero(rec.planes[2])[0]
+    return int(last[0]) if len(last) else rec.board_size ** 2
+
+
+def iter_samples(path: str | os.PathLike) -> Iterator[tuple[Record, int, bool]]:
+    """``(record, action, continues)`` for each record of one file, one record
+    late (a record's action is read off the next one); ``continues``: the
+    record is the ply after the one yielded before it, in the same game.
+    SayuriDataError comes after the samples before the bad record."""
+    prev: Record | None = None
+    prev_continues = False
+    for rec in iter_records(path):
+        continues = prev is not None and _continues(prev, rec)
+        if prev is not None:
+            yield prev, _last_move(rec) if continues else -1, prev_continues
+        prev, prev_continues = rec, continues
+    if prev is not None:
+        yield prev, -1, prev_continues
 
 
 def read_sayuri_chunk(path: str | os.PathLike) -> dict[int, dict[str, Any]]:
-    """One Sayuri data file as samples grouped by board size."""
-    return records_to_samples(list(iter_records(path)), name=f"sayuri:{Path(path).name}")
+    """One Sayuri data file as samples grouped by board size (in memory: for
+    small files and tests; ``convert`` streams)."""
+    buffers: dict[int, SampleBuffer] = {}
+    game = -1
+    for rec, action, continues in iter_samples(path):
+        game += 0 if continues else 1
+        buffers.setdefault(rec.board_size, SampleBuffer(rec.board_size)).add(rec, action, game)
+    return {n: b.arrays(f"sayuri:{Path(path).name}") for n, b in sorted(buffers.items())}
 
 
 def write_chunk(path: str | os.PathLike, arrays: dict[str, Any], replace: bool = True) -> None:
@@ -258,33 +317,66 @@ def write_chunk(path: str | os.PathLike, arrays: dict[str, Any], replace: bool =
             np.savez_compressed(f, **data)
 
 
-def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0) -> tuple[list[str], list[str]]:
-    """Convert Sayuri data files into our chunks under ``out_dir``:
-    ``(written chunk paths, warnings for files skipped)``. Files are taken in
-    the order given, so chunks keep their order for the training window."""
+DEFAULT_CHUNK_POSITIONS = 8192
+
+
+@dataclass
+class ImportResult:
+    written: list[str]
+    warnings: list[str]
+    positions: int = 0
+    files: int = 0
+
+
+def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0,
+            chunk_positions: int = DEFAULT_CHUNK_POSITIONS) -> ImportResult:
+    """Convert Sayuri data files into our chunks under ``out_dir``, streaming
+    (see ``stream``). Files are taken in the order given, so chunks keep
+    their order for the training window. A damaged file adds a warning; its
+    records before the damage are kept, the rest of it is skipped."""
+    if chunk_positions < 1:
+        raise ValueError(f"chunk_positions {chunk_positions} must be at least 1")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written: list[str] = []
-    warnings: list[str] = []
+    result = ImportResult([], [])
     stamp = run_stamp()  # names differ from every earlier import's and self-play run's
     serial = 0
+    buffers: dict[int, SampleBuffer] = {}
+    game = -1
+
+    def flush(buf: SampleBuffer) -> None:
+        nonlocal serial
+        arrays = buf.arrays(f"sayuri-import:{stamp}")
+        while True:
+            dst = out / f"chunk-{generation}-{stamp}-{serial:06d}.npz"
+            serial += 1
+            try:
+                write_chunk(dst, arrays, replace=False)
+                break
+            except NameTaken:
+                continue
+        result.written.append(str(dst))
+        result.positions += len(buf)
+        buf.rows.clear()
+
     for src in paths:
+        kept = 0
         try:
-            groups = read_sayuri_chunk(src)
+            for rec, action, continues in iter_samples(src):
+                game += 0 if continues else 1
+                buf = buffers.setdefault(rec.board_size, SampleBuffer(rec.board_size))
+                buf.add(rec, action, game)
+                kept += 1
+                if len(buf) >= chunk_positions:
+                    flush(buf)
         except SayuriDataError as e:
-            warnings.append(f"skipping {e}")
-            continue
-        for n, arrays in groups.items():
-            while True:
-                dst = out / f"chunk-{generation}-{stamp}-{serial:06d}.npz"
-                serial += 1
-                try:
-                    write_chunk(dst, arrays, replace=False)
-                    break
-                except NameTaken:
-                    continue
-            written.append(str(dst))
-    return written, warnings
+            result.warnings.append(f"skipping the rest of {e}" + (f" ({kept} records before it kept)"
+                                                                   if kept else ""))
+        result.files += 1
+    for n in sorted(buffers):
+        if len(buffers[n]):
+            flush(buffers[n])
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
