@@ -460,6 +460,22 @@ def load_any_weights(path: str | os.PathLike, device: str = "cpu") -> tuple[torc
     return load_weights(path, device=device)
 
 
+def config_from_dict(d: dict[str, Any]) -> Any:
+    """A ``SayuriConfig`` for a Sayuri architecture's dict, else a ``NetConfig``."""
+    from ..net.model import NetConfig
+
+    if d.get("architecture") == "sayuri":
+        return SayuriConfig.from_dict(d)
+    return NetConfig.from_dict(d)
+
+
+def new_net(cfg: Any) -> torch.nn.Module:
+    """An untrained module for a config of either architecture."""
+    from ..net.model import Net
+
+    return SayuriNet(cfg) if isinstance(cfg, SayuriConfig) else Net(cfg)
+
+
 # ------------------------------------------------------------------ writing
 
 def layers_for(cfg: SayuriConfig, rng: np.random.Generator) -> list[Layer]:
