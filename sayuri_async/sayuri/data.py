@@ -286,11 +286,16 @@ def iter_samples(path: str | os.PathLike) -> Iterator[tuple[Record, int, bool]]:
     SayuriDataError comes after the samples before the bad record."""
     prev: Record | None = None
     prev_continues = False
-    for rec in iter_records(path):
-        continues = prev is not None and _continues(prev, rec)
+    try:
+        for rec in iter_records(path):
+            continues = prev is not None and _continues(prev, rec)
+            if prev is not None:
+                yield prev, _last_move(rec) if continues else -1, prev_continues
+            prev, prev_continues = rec, continues
+    except SayuriDataError:  # the last good record before the damaged one is kept too
         if prev is not None:
-            yield prev, _last_move(rec) if continues else -1, prev_continues
-        prev, prev_continues = rec, continues
+            yield prev, -1, prev_continues
+        raise
     if prev is not None:
         yield prev, -1, prev_continues
 
