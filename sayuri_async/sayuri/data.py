@@ -42,8 +42,10 @@ written through ``fileio.atomic_path`` and never over an existing file.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import io
+import zlib
 import json
 import os
 from dataclasses import dataclass
@@ -63,6 +65,8 @@ for _i, _c in enumerate(b"0123456789abcdef"):
     _HEX[_c] = _i
 for _i, _c in enumerate(b"ABCDEF"):
     _HEX[_c] = 10 + _i
+_REV4 = np.array([int(f"{v:04b}"[::-1], 2) for v in range(16)] + [0] * 240, np.uint8)  # nibble bits reversed
+_READ_BLOCK = 1 << 20  # bytes read (decompressed) at a time
 _OWN = np.full(256, 127, np.int8)
 _OWN[ord("0")], _OWN[ord("1")], _OWN[ord("2")], _OWN[ord("3")] = 0, 1, 0, -1
 
@@ -78,7 +82,7 @@ class Record:
     komi: float
     rule: float
     wave: float
-    planes: np.ndarray  # uint8 [37, N*N]
+    planes: np.ndarray  # uint8 [37, ceil(N*N/8)], bit-packed (numpy.packbits order)
     black_to_move: bool
     policy: np.ndarray  # float32 [N*N+1]
     aux_policy: np.ndarray  # float32 [N*N+1]
@@ -113,7 +117,10 @@ def _floats(line: bytes, count: int, what: str) -> np.ndarray:
 
 
 def _planes(lines: list[bytes], n: int) -> np.ndarray:
-    """The binary planes of ``lines`` at once: ``uint8 [len(lines), N*N]``."""
+    """The binary planes of ``lines`` at once, bit-packed as our chunks hold
+    them (``numpy.packbits`` order): ``uint8 [len(lines), ceil(N*N/8)]``.
+    Two hex digits (8 points, the first in the lowest bit of the first
+    digit) make one byte (the first point in its highest bit)."""
     nn = n * n
     q = nn // 4
     extra = nn % 4
@@ -123,19 +130,22 @@ def _planes(lines: list[bytes], n: int) -> np.ndarray:
         if len(line) != width:
             raise ValueError(f"plane {i}: {len(line)} characters, expected {width}")
     chars = np.frombuffer(b"".join(rows), np.uint8).reshape(len(rows), width)
-    codes = _HEX[chars[:, :q]]
-    if (codes == 255).any():
-        raise ValueError(f"plane {int(np.nonzero((codes == 255).any(axis=1))[0][0])}: "
+    nibbles = _HEX[chars[:, :q]]
+    if (nibbles == 255).any():
+        raise ValueError(f"plane {int(np.nonzero((nibbles == 255).any(axis=1))[0][0])}: "
                          "a character that is not a hex digit")
-    out = np.empty((len(rows), nn), np.uint8)
-    out[:, :4 * q] = ((codes[:, :, None] >> np.arange(4, dtype=np.uint8)) & 1).reshape(len(rows), -1)
+    nibbles = _REV4[nibbles]  # first point in the nibble's highest bit
+    if q % 2:
+        nibbles = np.concatenate([nibbles, np.zeros((len(rows), 1), np.uint8)], axis=1)
+    out = np.zeros((len(rows), (nn + 7) // 8), np.uint8)
+    out[:, :nibbles.shape[1] // 2] = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
     if extra:
         last = chars[:, q]
         bad = (last != ord("0")) & (last != ord("1"))
         if bad.any():
             i = int(np.nonzero(bad)[0][0])
             raise ValueError(f"plane {i}: last point is {bytes([last[i]])!r}, expected 0 or 1")
-        out[:, nn - 1] = last - ord("0")
+        out[:, (nn - 1) // 8] |= ((last - ord("0")) << (7 - (nn - 1) % 8)).astype(np.uint8)
     return out
 
 
@@ -170,6 +180,22 @@ def parse_record(lines: list[bytes]) -> Record:
     )
 
 
+def _lines(f: io.BufferedIOBase) -> Iterator[bytes]:
+    """The lines of ``f`` (each with its newline but the last), read in
+    blocks of ``_READ_BLOCK`` bytes: far fewer calls than ``readline``."""
+    rest = b""
+    while True:
+        block = f.read(_READ_BLOCK)
+        if not block:
+            if rest:
+                yield rest
+            return
+        parts = (rest + block).split(b"\n")
+        rest = parts.pop()
+        for line in parts:
+            yield line + b"\n"
+
+
 def iter_records(path: str | os.PathLike) -> Iterator[Record]:
     """The records of one file in order; SayuriDataError names file and record."""
     path = str(path)
@@ -179,15 +205,16 @@ def iter_records(path: str | os.PathLike) -> Iterator[Record]:
         raise SayuriDataError(f"{path}: cannot open: {e}") from e
     with f:
         k = 0
+        lines_of = _lines(f)
         while True:
             try:
-                first = f.readline()
+                first = next(lines_of, b"")
                 while first and not first.strip():
-                    first = f.readline()
+                    first = next(lines_of, b"")
                 if not first:
                     return
-                lines = [first] + [f.readline() for _ in range(RECORD_LINES - 1)]
-            except (OSError, EOFError, gzip.BadGzipFile) as e:
+                lines = [first] + [next(lines_of, b"") for _ in range(RECORD_LINES - 1)]
+            except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
                 raise SayuriDataError(f"{path}: record {k}: cannot read: {e}") from e
             if not lines[-1]:
                 raise SayuriDataError(f"{path}: record {k}: truncated ({sum(1 for x in lines if x)} of "
@@ -200,17 +227,28 @@ def iter_records(path: str | os.PathLike) -> Iterator[Record]:
 
 
 def sample_planes(rec: Record) -> np.ndarray:
-    """The 43 ``sayuri-v3`` planes ``[43, N*N]`` (uint8) of a record."""
-    n = rec.board_size
-    nn = n * n
-    out = np.zeros((PLANES, nn), np.uint8)
+    """The 43 ``sayuri-v3`` planes of a record, bit-packed: ``uint8 [43, ceil(N*N/8)]``."""
+    out = np.empty((PLANES, rec.planes.shape[1]), np.uint8)
     out[:BINARY_PLANES] = rec.planes
-    out[P_RULE] = 1 if rec.rule > 0.5 else 0
-    pos, neg = komi_count(rec.komi if rec.black_to_move else -rec.komi, n)
-    out[P_KOMI, :pos] = 1
-    out[P_NEG_KOMI, :neg] = 1
-    out[P_ONES] = 1
+    out[BINARY_PLANES:] = _misc_planes(rec.board_size, rec.rule > 0.5,
+                                       rec.komi if rec.black_to_move else -rec.komi)
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _misc_planes(n: int, territory: bool, komi_stm: float) -> np.ndarray:
+    """Planes 37-42 (rule, the komi count, ones; wave and size are decoded on
+    the device), packed: they depend on the board size, rule and komi only."""
+    nn = n * n
+    out = np.zeros((MISC_PLANES, nn), np.uint8)
+    out[P_RULE - BINARY_PLANES] = 1 if territory else 0
+    pos, neg = komi_count(komi_stm, n)
+    out[P_KOMI - BINARY_PLANES, :pos] = 1
+    out[P_NEG_KOMI - BINARY_PLANES, :neg] = 1
+    out[P_ONES - BINARY_PLANES] = 1
+    packed = np.packbits(out, axis=-1)
+    packed.flags.writeable = False
+    return packed
 
 
 def _continues(prev: Record, cur: Record) -> bool:
@@ -232,7 +270,7 @@ class SampleBuffer:
         return len(self.rows)
 
     def add(self, rec: Record, action: int, game: int) -> None:
-        packed = np.packbits(sample_planes(rec), axis=-1)
+        packed = sample_planes(rec)
         slim = Record(rec.board_size, rec.komi, rec.rule, rec.wave, np.empty((0, 0), np.uint8), rec.black_to_move,
                       rec.policy.astype(np.float16), rec.aux_policy.astype(np.float16), rec.ownership, rec.result,
                       rec.q, rec.final_score, rec.score, rec.stddev, rec.kld)
@@ -275,7 +313,7 @@ class SampleBuffer:
 
 
 def _last_move(rec: Record) -> int:
-    last = np.nonzero(rec.planes[2])[0]
+    last = np.nonzero(np.unpackbits(rec.planes[2], count=rec.board_size ** 2))[0]
     return int(last[0]) if len(last) else rec.board_size ** 2
 
 
