@@ -330,3 +330,35 @@ def test_export_refuses_our_own_nets(tmp_path, capsys):
     assert "not a Sayuri network" in capsys.readouterr().err
     assert sayuri_export.main([str(tmp_path / "missing"), "-o", str(tmp_path / "x.txt")]) == 2
     assert not (tmp_path / "x.txt").exists()
+
+
+def test_term_averages_and_self_play_chunks_carry_them():
+    from sayuri_async.go import board as B
+    from sayuri_async.sayuri.targets import term_averages
+    from sayuri_async.selfplay.game import GameRecord
+    from sayuri_async.selfplay.writer import records_to_arrays
+
+    values = np.array([0.5, -0.2, 0.3, 0.9])
+    to_move = np.array([1, 2, 1, 2])
+    n = 3
+    got = term_averages(values, to_move, n)
+    for i in range(4):  # Sayuri's loop, written out
+        for j, f in enumerate((0.18, 0.06, 0.02)):
+            lam = 1.0 / (1.0 + 9 * f)
+            want = sum((1 - lam) * lam ** h * (1 if to_move[min(i + h, 3)] == to_move[i] else -1)
+                       * values[min(i + h, 3)] for h in range(4))
+            assert got[i, j] == pytest.approx(want, abs=1e-12)
+    rec = GameRecord(size=n, komi=7.5)
+    for i, v in enumerate((0.75, 0.4, 0.65, 0.95)):
+        rec.planes.append(np.zeros((25, 2), np.uint8))
+        rec.policy.append(np.full(10, 0.1, np.float32))
+        rec.action.append(i)
+        rec.to_move.append(B.BLACK if i % 2 == 0 else B.WHITE)
+        rec.full_search.append(True)
+        rec.after_resign.append(False)
+        rec.root_value.append(v)
+    rec.ownership = np.zeros(9)
+    arrays = records_to_arrays([rec], 25)
+    q = 2 * np.array(rec.root_value) - 1
+    np.testing.assert_allclose(arrays["q_avg"][:, 0], q, rtol=1e-6)
+    np.testing.assert_allclose(arrays["q_avg"][:, 1:], term_averages(q, np.array(rec.to_move), n), rtol=1e-5)

@@ -33,6 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from sayuri_async.sayuri.targets import term_averages  # noqa: E402
+
 HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
 OWN_CHARS = np.frombuffer(b"130", np.uint8)  # own, opponent, neither
 HISTORY = 8
@@ -55,21 +58,6 @@ def numbers(v: np.ndarray) -> bytes:
     for i in np.nonzero(v)[0]:
         words[i] = f"{v[i]:g}"
     return " ".join(words).encode()
-
-
-def discounted(values: np.ndarray, to_move: np.ndarray, nn: int) -> np.ndarray:
-    """Sayuri's short, middle and long term averages of per-ply ``values``
-    (each for its side to move): ``[L, 3]``."""
-    lam = np.array([1.0 / (1.0 + nn * f) for f in (0.18, 0.06, 0.02)])
-    length = len(values)
-    out = np.zeros((length, 3))
-    for i in range(length):
-        h = np.arange(length)
-        idx = np.minimum(i + h, length - 1)
-        sign = np.where(to_move[idx] == to_move[i], 1.0, -1.0)
-        gamma = lam[None, :] ** h[:, None]
-        out[i] = ((1.0 - lam)[None, :] * (sign * values[idx])[:, None] * gamma).sum(axis=0)
-    return out
 
 
 def game_records(rng: np.random.Generator, n: int, length: int, komi: float = 7.5) -> list[bytes]:
@@ -99,7 +87,7 @@ def game_records(rng: np.random.Generator, n: int, length: int, komi: float = 7.
         policies.append(np.round(p / p.sum(), 6))
     q = np.tanh(rng.normal(0, 0.5, length))
     s = rng.normal(0, 10, length)
-    q_terms, s_terms = discounted(q, to_move, nn), discounted(s, to_move, nn)
+    q_terms, s_terms = term_averages(q, to_move, n), term_averages(s, to_move, n)
     result = int(rng.choice([-1, 1]))  # black's
     final = abs(rng.normal(0, 15)) * result
     owner = rng.choice([1, 2, 0], size=nn, p=[0.45, 0.45, 0.1])  # black, white, neither
