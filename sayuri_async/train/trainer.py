@@ -219,8 +219,6 @@ class Trainer:
             self._check_fresh_folder(auto)
         self.calibrate_pending = False
         self.net, self.net_config = self._build_net(init if not resume else None)
-        self.sayuri = getattr(self.net_config, "architecture", "") == "sayuri"
-        self.loss_names = loss_names(self.sayuri)
         lo, hi = self.net_config.board_size_min, self.net_config.board_size_max
         if not lo <= cfg.data.board_size <= hi:
             raise TrainError(f"the network plays boards {lo}..{hi}, not [data] board_size {cfg.data.board_size}")
@@ -262,6 +260,15 @@ class Trainer:
                     if self.info.rank == 0 else None)
 
     # ----------------------------------------------------------- setup parts
+
+    @property
+    def loss_names(self) -> tuple[str, ...]:
+        """The loss parts of this network (a Sayuri net has more heads)."""
+        return loss_names(self.sayuri)
+
+    @property
+    def sayuri(self) -> bool:
+        return getattr(self.net_config, "architecture", "") == "sayuri"
 
     def say(self, text: str) -> None:
         if self.info.rank == 0:
@@ -358,8 +365,6 @@ class Trainer:
 
             self.net_config = config_from_dict(saved_net)
             self.net = new_net(self.net_config)
-            self.sayuri = getattr(self.net_config, "architecture", "") == "sayuri"
-            self.loss_names = loss_names(self.sayuri)
             self.say("the checkpoint's network differs from [model]; continuing the checkpoint's")
         self.net.load_state_dict(state["model"])
         self.net.to(self.device)
@@ -552,8 +557,7 @@ class Trainer:
 
     @torch.no_grad()
     def _calibrate(self, batch: dict[str, Any]) -> None:
-        """Set a Sayuri net's norms from the first batch (rank 0's for every
-        rank), then start the averages afresh from the calibrated weights."""
+        """A Sayuri net's norms from rank 0's first batch; averages restart."""
         if self.info.rank == 0:
             self.net.calibrate_norms(batch["planes"].to(self.device).float())
         if self.info.enabled:
