@@ -215,3 +215,15 @@ def test_a_damaged_file_keeps_the_records_before_the_damage(tmp_path):
     path.write_text(body)
     res = convert([str(path)], tmp_path / "data")
     assert res.positions == 2 and "record 2: policy" in res.warnings[0] and "2 records before it kept" in res.warnings[0]
+
+
+def test_cli_chunk_positions(tmp_path, capsys):
+    from sayuri_async.sayuri.cli import data_main
+
+    text, _ = game_records(np.random.default_rng(7))
+    src = tmp_path / "a.txt"
+    src.write_text(text)
+    assert data_main([str(src), "-o", str(tmp_path / "d"), "--chunk-positions", "0"]) == 2
+    assert "--chunk-positions 0" in capsys.readouterr().err
+    assert data_main([str(src), "-o", str(tmp_path / "d"), "--chunk-positions", "1"]) == 0
+    assert "wrote 3 chunk(s), 3 positions from 1 file(s)" in capsys.readouterr().out

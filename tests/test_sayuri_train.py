@@ -326,7 +326,9 @@ def test_export_refuses_our_own_nets(tmp_path, capsys):
 
     path = tmp_path / "ours.safetensors"
     save_weights(path, Net(NetConfig(blocks=1, channels=8)))
-    assert sayuri_export.main([str(path), "-o", str(tmp_path / "x.txt")]) == 2
+    from sayuri_async.cli import main as top
+
+    assert top(["export", str(path), "-o", str(tmp_path / "x.txt")]) == 2  # through the command's dispatcher
     assert "not a Sayuri network" in capsys.readouterr().err
     assert sayuri_export.main([str(tmp_path / "missing"), "-o", str(tmp_path / "x.txt")]) == 2
     assert not (tmp_path / "x.txt").exists()
