@@ -227,3 +227,31 @@ def test_cli_chunk_positions(tmp_path, capsys):
     assert "--chunk-positions 0" in capsys.readouterr().err
     assert data_main([str(src), "-o", str(tmp_path / "d"), "--chunk-positions", "1"]) == 0
     assert "wrote 3 chunk(s), 3 positions from 1 file(s)" in capsys.readouterr().out
+
+
+def test_parallel_parsing_gives_the_same_chunks(tmp_path, monkeypatch):
+    from sayuri_async.sayuri import data
+
+    monkeypatch.setattr(data, "PARSE_BATCH", 2)  # several batches in flight
+    text, _ = game_records(np.random.default_rng(8))
+    good = tmp_path / "good.txt"
+    good.write_text(text * 4)
+    lines = text.splitlines(keepends=True)
+    bad = tmp_path / "bad.txt"  # record 3 (of 0-6) is damaged
+    bad.write_text(text + "".join(lines[:44]) + "0.5 0.5\n" + "".join(lines[45:]) + text)
+    trunc = tmp_path / "trunc.txt"
+    trunc.write_text(text * 2 + "".join(lines[:20]))
+    files = [str(good), str(bad), str(trunc)]
+    one = convert(files, tmp_path / "one", chunk_positions=5)
+    two = convert(files, tmp_path / "two", chunk_positions=5, jobs=2)
+    strip = lambda w: w.replace(str(tmp_path), "")  # noqa: E731
+    assert [strip(w) for w in one.warnings] == [strip(w) for w in two.warnings] and len(one.warnings) == 2
+    assert "record 3: policy" in one.warnings[0] and "record 6: truncated" in one.warnings[1]
+    assert one.positions == two.positions == 12 + 3 + 6
+    assert len(one.written) == len(two.written)
+    for a, b in zip(one.written, two.written):
+        x, y = read_chunk(a), read_chunk(b)
+        assert x["meta"]["board_size"] == y["meta"]["board_size"]
+        for key in x:
+            if key != "meta":
+                np.testing.assert_array_equal(x[key], y[key], err_msg=key)

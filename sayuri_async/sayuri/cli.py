@@ -77,6 +77,8 @@ def data_main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk-positions", type=int, default=None,
                    help="positions per chunk written (and the most held in memory per board size); "
                         "default 8192")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="processes parsing records (the chunks are the same for any count); default 1")
     args = p.parse_args(argv)
     from .data import DEFAULT_CHUNK_POSITIONS, convert
 
@@ -84,8 +86,11 @@ def data_main(argv: list[str] | None = None) -> int:
     if size < 1:
         print(f"import-data: --chunk-positions {size}: must be at least 1", file=sys.stderr)
         return 2
+    if args.jobs < 1:
+        print(f"import-data: --jobs {args.jobs}: must be at least 1", file=sys.stderr)
+        return 2
     try:
-        result = convert(args.files, args.out, args.generation, chunk_positions=size)
+        result = convert(args.files, args.out, args.generation, chunk_positions=size, jobs=args.jobs)
     except OSError as e:
         print(f"import-data: cannot write to {args.out}: {' '.join(str(e).split())}", file=sys.stderr)
         return 1

@@ -42,6 +42,7 @@ written through ``fileio.atomic_path`` and never over an existing file.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import gzip
 import io
@@ -196,9 +197,9 @@ def _lines(f: io.BufferedIOBase) -> Iterator[bytes]:
             yield line + b"\n"
 
 
-def iter_records(path: str | os.PathLike) -> Iterator[Record]:
-    """The records of one file in order; SayuriDataError names file and record."""
-    path = str(path)
+def _raw_records(path: str) -> Iterator[tuple[int, list[bytes]]]:
+    """``(record number, its 53 lines)`` of one file, unparsed;
+    SayuriDataError for a file that cannot be read or a truncated record."""
     try:
         f = _open(path)
     except OSError as e:
@@ -219,11 +220,73 @@ def iter_records(path: str | os.PathLike) -> Iterator[Record]:
             if not lines[-1]:
                 raise SayuriDataError(f"{path}: record {k}: truncated ({sum(1 for x in lines if x)} of "
                                       f"{RECORD_LINES} lines)")
+            yield k, lines
+            k += 1
+
+
+def _parse_batch(batch: list[list[bytes]]) -> tuple[list[Record], tuple[int, str] | None]:
+    """Parse records in a worker: ``(records, (index, message) of the first
+    bad one or None)``; the records before a bad one are returned."""
+    out = []
+    for i, lines in enumerate(batch):
+        try:
+            out.append(parse_record(lines))
+        except (ValueError, IndexError) as e:
+            return out, (i, str(e))
+    return out, None
+
+
+def iter_records(path: str | os.PathLike, pool: Any = None) -> Iterator[Record]:
+    """The records of one file in order; SayuriDataError names file and record
+    (after the records before it). With ``pool`` (a ``multiprocessing``
+    pool) records are parsed in its processes, ``PARSE_BATCH`` at a time, at
+    most ``2 x`` its size batches in flight: the order and the errors are
+    those of the serial reading, memory stays bounded."""
+    path = str(path)
+    if pool is None:
+        for k, lines in _raw_records(path):
             try:
                 yield parse_record(lines)
             except (ValueError, IndexError) as e:
                 raise SayuriDataError(f"{path}: record {k}: {e}") from e
-            k += 1
+        return
+    raw = _raw_records(path)
+    pending: collections.deque = collections.deque()
+    deferred: SayuriDataError | None = None
+    limit = 2 * max(1, getattr(pool, "_processes", 1))
+
+    def submit() -> None:
+        nonlocal deferred
+        batch, first = [], -1
+        try:
+            for k, lines in raw:
+                first = k if first < 0 else first
+                batch.append(lines)
+                if len(batch) == PARSE_BATCH:
+                    break
+            else:
+                deferred = deferred or _END
+        except SayuriDataError as e:
+            deferred = e
+        if batch:
+            pending.append((first, pool.apply_async(_parse_batch, (batch,))))
+
+    while deferred is None and len(pending) < limit:
+        submit()
+    while pending:
+        first, job = pending.popleft()
+        records, bad = job.get()
+        yield from records
+        if bad is not None:
+            raise SayuriDataError(f"{path}: record {first + bad[0]}: {bad[1]}")
+        if deferred is None:
+            submit()
+    if isinstance(deferred, SayuriDataError) and deferred is not _END:
+        raise deferred
+
+
+PARSE_BATCH = 256
+_END = SayuriDataError("end of file")  # marker: the file is read to its end
 
 
 def sample_planes(rec: Record) -> np.ndarray:
@@ -317,7 +380,7 @@ def _last_move(rec: Record) -> int:
     return int(last[0]) if len(last) else rec.board_size ** 2
 
 
-def iter_samples(path: str | os.PathLike) -> Iterator[tuple[Record, int, bool]]:
+def iter_samples(path: str | os.PathLike, pool: Any = None) -> Iterator[tuple[Record, int, bool]]:
     """``(record, action, continues)`` for each record of one file, one record
     late (a record's action is read off the next one); ``continues``: the
     record is the ply after the one yielded before it, in the same game.
@@ -325,7 +388,7 @@ def iter_samples(path: str | os.PathLike) -> Iterator[tuple[Record, int, bool]]:
     prev: Record | None = None
     prev_continues = False
     try:
-        for rec in iter_records(path):
+        for rec in iter_records(path, pool):
             continues = prev is not None and _continues(prev, rec)
             if prev is not None:
                 yield prev, _last_move(rec) if continues else -1, prev_continues
@@ -372,13 +435,27 @@ class ImportResult:
 
 
 def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0,
-            chunk_positions: int = DEFAULT_CHUNK_POSITIONS) -> ImportResult:
+            chunk_positions: int = DEFAULT_CHUNK_POSITIONS, jobs: int = 1) -> ImportResult:
     """Convert Sayuri data files into our chunks under ``out_dir``, streaming
     (see ``stream``). Files are taken in the order given, so chunks keep
     their order for the training window. A damaged file adds a warning; its
-    records before the damage are kept, the rest of it is skipped."""
+    records before the damage are kept, the rest of it is skipped. ``jobs``
+    above 1 parses records in that many processes (``iter_records``); the
+    chunks are the same as with one."""
     if chunk_positions < 1:
         raise ValueError(f"chunk_positions {chunk_positions} must be at least 1")
+    if jobs < 1:
+        raise ValueError(f"jobs {jobs} must be at least 1")
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            return _convert(paths, out_dir, generation, chunk_positions, pool)
+    return _convert(paths, out_dir, generation, chunk_positions, None)
+
+
+def _convert(paths: list[str], out_dir: str | os.PathLike, generation: int, chunk_positions: int,
+             pool: Any) -> ImportResult:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     result = ImportResult([], [])
@@ -405,7 +482,7 @@ def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0,
     for src in paths:
         kept = 0
         try:
-            for rec, action, continues in iter_samples(src):
+            for rec, action, continues in iter_samples(src, pool):
                 game += 0 if continues else 1
                 buf = buffers.setdefault(rec.board_size, SampleBuffer(rec.board_size))
                 buf.add(rec, action, game)
