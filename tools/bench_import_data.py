@@ -1,7 +1,7 @@
 """import-data speed and memory on synthetic Sayuri data.
 
     python tools/bench_import_data.py [--records 100000] [--board 19] [--data DIR] [--keep DIR]
-                                      [--chunk-positions 8192]
+                                      [--chunk-positions 8192] [--jobs 1] [--max-files 0]
 
 Vocabulary:
   data set   ``--records`` synthetic record-version-2 records written by
@@ -11,7 +11,8 @@ Vocabulary:
   import     ``sayuri-async import-data`` run as its own process on every
              file, writing chunks to a temporary folder (or ``--keep``).
   figures    positions/s over the import's wall time (start-up included),
-             peak RSS of the import process (``ru_maxrss`` of the child), the
+             peak RSS of the import process (its own ``ru_maxrss``; with
+             ``--jobs`` the parsing processes come on top), the
              input and output sizes, and the machine's load average when the
              import started and ended (others share these cores).
 
@@ -42,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", type=Path, help="folder of the synthetic data (made when empty or absent)")
     p.add_argument("--keep", type=Path, help="folder for the chunks (default: a temporary one, removed)")
     p.add_argument("--chunk-positions", type=int, default=8192)
+    p.add_argument("--jobs", type=int, default=1, help="import-data --jobs")
+    p.add_argument("--max-files", type=int, default=0, help="import only the first K files of --data (0: all)")
     args = p.parse_args(argv)
     if args.records < 1 or args.chunk_positions < 1:
         print("bench_import_data: --records and --chunk-positions must be at least 1", file=sys.stderr)
@@ -57,11 +60,13 @@ def main(argv: list[str] | None = None) -> int:
                             str(args.records), "--board", str(args.board)], check=True, stdout=subprocess.DEVNULL)
             print(f"generated {args.records} records in {time.perf_counter() - t0:.0f} s")
             files = sorted(data.glob("data-*.txt.gz"))
+        if args.max_files > 0:
+            files = files[:args.max_files]
         in_bytes = sum(f.stat().st_size for f in files)
         load0 = os.getloadavg()[0]
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-c", _CHILD, "import-data", *map(str, files), "-o",
-                               str(out), "--chunk-positions", str(args.chunk_positions)],
+                               str(out), "--chunk-positions", str(args.chunk_positions), "--jobs", str(args.jobs)],
                               capture_output=True, text=True)
         wall = time.perf_counter() - t0
         load1 = os.getloadavg()[0]
@@ -77,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             "positions_per_s": round(positions / wall, 1), "peak_rss_mib": round(rss_kib / 1024, 1),
             "input_mb": round(in_bytes / 1e6, 1), "chunks": len(chunks),
             "output_mb": round(sum(c.stat().st_size for c in chunks) / 1e6, 1),
-            "chunk_positions": args.chunk_positions, "load_start": round(load0, 2), "load_end": round(load1, 2),
+            "chunk_positions": args.chunk_positions, "jobs": args.jobs, "load_start": round(load0, 2), "load_end": round(load1, 2),
             "cpus": os.cpu_count(),
         }
         print(f"import-data: {positions} positions from {len(files)} files ({figures['input_mb']} MB) in "
