@@ -236,12 +236,12 @@ def _parse_batch(batch: list[list[bytes]]) -> tuple[list[Record], tuple[int, str
     return out, None
 
 
-def iter_records(path: str | os.PathLike, pool: Any = None) -> Iterator[Record]:
+def iter_records(path: str | os.PathLike, pool: Any = None, in_flight: int = 2) -> Iterator[Record]:
     """The records of one file in order; SayuriDataError names file and record
     (after the records before it). With ``pool`` (a ``multiprocessing``
     pool) records are parsed in its processes, ``PARSE_BATCH`` at a time, at
-    most ``2 x`` its size batches in flight: the order and the errors are
-    those of the serial reading, memory stays bounded."""
+    most ``in_flight`` batches at once: the order and the errors are those of
+    the serial reading, memory stays bounded."""
     path = str(path)
     if pool is None:
         for k, lines in _raw_records(path):
@@ -252,8 +252,7 @@ def iter_records(path: str | os.PathLike, pool: Any = None) -> Iterator[Record]:
         return
     raw = _raw_records(path)
     pending: collections.deque = collections.deque()
-    deferred: SayuriDataError | None = None
-    limit = 2 * max(1, getattr(pool, "_processes", 1))
+    deferred: SayuriDataError | None = None  # what ends the file: an error or _END
 
     def submit() -> None:
         nonlocal deferred
@@ -271,7 +270,7 @@ def iter_records(path: str | os.PathLike, pool: Any = None) -> Iterator[Record]:
         if batch:
             pending.append((first, pool.apply_async(_parse_batch, (batch,))))
 
-    while deferred is None and len(pending) < limit:
+    while deferred is None and len(pending) < max(1, in_flight):
         submit()
     while pending:
         first, job = pending.popleft()
@@ -281,7 +280,7 @@ def iter_records(path: str | os.PathLike, pool: Any = None) -> Iterator[Record]:
             raise SayuriDataError(f"{path}: record {first + bad[0]}: {bad[1]}")
         if deferred is None:
             submit()
-    if isinstance(deferred, SayuriDataError) and deferred is not _END:
+    if deferred is not None and deferred is not _END:
         raise deferred
 
 
@@ -380,7 +379,8 @@ def _last_move(rec: Record) -> int:
     return int(last[0]) if len(last) else rec.board_size ** 2
 
 
-def iter_samples(path: str | os.PathLike, pool: Any = None) -> Iterator[tuple[Record, int, bool]]:
+def iter_samples(path: str | os.PathLike, pool: Any = None,
+                 in_flight: int = 2) -> Iterator[tuple[Record, int, bool]]:
     """``(record, action, continues)`` for each record of one file, one record
     late (a record's action is read off the next one); ``continues``: the
     record is the ply after the one yielded before it, in the same game.
@@ -388,7 +388,7 @@ def iter_samples(path: str | os.PathLike, pool: Any = None) -> Iterator[tuple[Re
     prev: Record | None = None
     prev_continues = False
     try:
-        for rec in iter_records(path, pool):
+        for rec in iter_records(path, pool, in_flight):
             continues = prev is not None and _continues(prev, rec)
             if prev is not None:
                 yield prev, _last_move(rec) if continues else -1, prev_continues
@@ -450,12 +450,12 @@ def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0,
         import multiprocessing
 
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            return _convert(paths, out_dir, generation, chunk_positions, pool)
-    return _convert(paths, out_dir, generation, chunk_positions, None)
+            return _convert(paths, out_dir, generation, chunk_positions, pool, 2 * jobs)
+    return _convert(paths, out_dir, generation, chunk_positions, None, 0)
 
 
 def _convert(paths: list[str], out_dir: str | os.PathLike, generation: int, chunk_positions: int,
-             pool: Any) -> ImportResult:
+             pool: Any, in_flight: int) -> ImportResult:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     result = ImportResult([], [])
@@ -482,7 +482,7 @@ def _convert(paths: list[str], out_dir: str | os.PathLike, generation: int, chun
     for src in paths:
         kept = 0
         try:
-            for rec, action, continues in iter_samples(src, pool):
+            for rec, action, continues in iter_samples(src, pool, in_flight):
                 game += 0 if continues else 1
                 buf = buffers.setdefault(rec.board_size, SampleBuffer(rec.board_size))
                 buf.add(rec, action, game)
