@@ -367,6 +367,8 @@ class Trainer:
             self.net = new_net(self.net_config)
             self.say("the checkpoint's network differs from [model]; continuing the checkpoint's")
         self.net.load_state_dict(state["model"])
+        if self.sayuri:  # the config's norm mode applies from here on
+            self.net.set_norm_mode(self.cfg.optim.norms)
         self.net.to(self.device)
         if self.cfg.run.channels_last and self.device.type == "cuda":
             self.net.to(memory_format=torch.channels_last)
