@@ -100,8 +100,9 @@ def test_convert_writes_chunks_the_trainer_reads(tmp_path, capsys):
     text, _ = game_records(np.random.default_rng(1))
     src = tmp_path / "a.txt"
     src.write_text(text)
-    written, warnings = convert([str(src)], tmp_path / "data")
-    assert len(written) == 2 and not warnings
+    res = convert([str(src)], tmp_path / "data")
+    written, warnings = res.written, res.warnings
+    assert len(written) == 2 and not warnings and res.positions == 3
     for path in written:
         arrays = read_chunk(path, encoder="sayuri-v3", planes=43)
         assert arrays["meta"]["board_size"] in (7, 9)
@@ -125,8 +126,8 @@ def test_damaged_data_is_reported(tmp_path):
         path.write_text(body)
         with pytest.raises(SayuriDataError, match=message):
             list(iter_records(path))
-    written, warnings = convert([str(tmp_path / "v3.txt")], tmp_path / "out")
-    assert not written and "record version 3" in warnings[0]
+    res = convert([str(tmp_path / "v3.txt")], tmp_path / "out")
+    assert not res.written and "record version 3" in res.warnings[0]
 
 
 def test_import_goes_through_the_atomic_writer_and_keeps_earlier_imports(tmp_path, monkeypatch):
@@ -147,9 +148,9 @@ def test_import_goes_through_the_atomic_writer_and_keeps_earlier_imports(tmp_pat
     monkeypatch.setattr("sayuri_async.sayuri.data.atomic_path", spy)
     old = os.umask(0o022)
     try:
-        first, _ = convert([str(src)], tmp_path / "data")
+        first = convert([str(src)], tmp_path / "data").written
         before = {p: open(p, "rb").read() for p in first}
-        second, _ = convert([str(src)], tmp_path / "data")  # the same pid, maybe the same second
+        second = convert([str(src)], tmp_path / "data").written  # the same pid, maybe the same second
     finally:
         os.umask(old)
     assert {os.path.basename(p) for p in first + second} <= {name for name, _ in used}
@@ -157,3 +158,100 @@ def test_import_goes_through_the_atomic_writer_and_keeps_earlier_imports(tmp_pat
     assert len(set(first + second)) == 4 and len(list((tmp_path / "data").iterdir())) == 4
     assert all(open(p, "rb").read() == data for p, data in before.items())
     assert all(os.stat(p).st_mode & 0o777 == 0o644 for p in first + second)
+
+
+def test_soft_targets_and_averages_are_kept_whole(tmp_path):
+    text, want = game_records(np.random.default_rng(4))
+    lines = text.splitlines(keepends=True)
+    aux = np.zeros(82)
+    aux[[3, 10, 81]] = [0.5, 0.3, 0.2]  # a soft auxiliary policy for the first record
+    lines[45] = " ".join(f"{v:g}" for v in aux) + "\n"
+    lines[48] = "0.5 0.25 -0.125 0.0625\n"
+    lines[50] = "1.5 2.5 -3.5 4.5\n"
+    lines[51] = "0.1 0.9\n"
+    lines[52] = "0.3\n"
+    path = tmp_path / "d.txt"
+    path.write_text("".join(lines))
+    g9 = read_sayuri_chunk(path)[9]
+    np.testing.assert_allclose(g9["opp_policy"][0], aux, atol=1e-3)  # not a one-hot at its argmax
+    assert g9["next_action"][0] == 3
+    np.testing.assert_allclose(g9["q_avg"][0], [0.5, 0.25, -0.125, 0.0625])
+    np.testing.assert_allclose(g9["score_avg"][0], [1.5, 2.5, -3.5, 4.5])
+    np.testing.assert_allclose(g9["stddev"][0], [0.1, 0.9], rtol=1e-6)
+    np.testing.assert_allclose(g9["policy_kld"][0], 0.3, rtol=1e-6)
+    np.testing.assert_allclose(g9["root_value"][0], 0.75)
+    # the trainer reads the soft target and the averages from the chunk
+    written = convert([str(path)], tmp_path / "data").written
+    arrays = read_chunk(next(p for p in written if read_chunk(p)["meta"]["board_size"] == 9))
+    from sayuri_async.train.dataset import training_arrays
+
+    block = training_arrays(arrays, slice(None))
+    np.testing.assert_allclose(block["opp_policy"][0], aux, atol=1e-3)
+    np.testing.assert_allclose(block["q_avg"][0], [0.5, 0.25, -0.125, 0.0625])
+
+
+def test_convert_streams_in_bounded_chunks(tmp_path):
+    """One position per chunk: every chunk holds one sample, and a record's
+    action still comes from the next record, in the next chunk."""
+    text, _ = game_records(np.random.default_rng(5))
+    src = tmp_path / "a.txt.gz"
+    with gzip.open(src, "wt") as f:
+        f.write(text * 3)
+    res = convert([str(src)], tmp_path / "data", chunk_positions=1)
+    assert res.positions == 9 and len(res.written) == 9 and not res.warnings
+    rows = [read_chunk(p) for p in res.written]
+    assert all(len(r["action"]) == 1 for r in rows)
+    nines = [r for r in rows if r["meta"]["board_size"] == 9]
+    assert [int(r["action"][0]) for r in nines] == [40, -1] * 3
+    with pytest.raises(ValueError, match="chunk_positions"):
+        convert([str(src)], tmp_path / "x", chunk_positions=0)
+
+
+def test_a_damaged_file_keeps_the_records_before_the_damage(tmp_path):
+    text, _ = game_records(np.random.default_rng(6))
+    lines = text.splitlines(keepends=True)
+    body = "".join(lines[:53 * 2]) + "".join(lines[53 * 2:53 * 2 + 44]) + "0.5 0.5\n" + "".join(lines[53 * 2 + 45:])
+    path = tmp_path / "bad.txt"
+    path.write_text(body)
+    res = convert([str(path)], tmp_path / "data")
+    assert res.positions == 2 and "record 2: policy" in res.warnings[0] and "2 records before it kept" in res.warnings[0]
+
+
+def test_cli_chunk_positions(tmp_path, capsys):
+    from sayuri_async.sayuri.cli import data_main
+
+    text, _ = game_records(np.random.default_rng(7))
+    src = tmp_path / "a.txt"
+    src.write_text(text)
+    assert data_main([str(src), "-o", str(tmp_path / "d"), "--chunk-positions", "0"]) == 2
+    assert "--chunk-positions 0" in capsys.readouterr().err
+    assert data_main([str(src), "-o", str(tmp_path / "d"), "--chunk-positions", "1"]) == 0
+    assert "wrote 3 chunk(s), 3 positions from 1 file(s)" in capsys.readouterr().out
+
+
+def test_parallel_parsing_gives_the_same_chunks(tmp_path, monkeypatch):
+    from sayuri_async.sayuri import data
+
+    monkeypatch.setattr(data, "PARSE_BATCH", 2)  # several batches in flight
+    text, _ = game_records(np.random.default_rng(8))
+    good = tmp_path / "good.txt"
+    good.write_text(text * 4)
+    lines = text.splitlines(keepends=True)
+    bad = tmp_path / "bad.txt"  # record 3 (of 0-6) is damaged
+    bad.write_text(text + "".join(lines[:44]) + "0.5 0.5\n" + "".join(lines[45:]) + text)
+    trunc = tmp_path / "trunc.txt"
+    trunc.write_text(text * 2 + "".join(lines[:20]))
+    files = [str(good), str(bad), str(trunc)]
+    one = convert(files, tmp_path / "one", chunk_positions=5)
+    two = convert(files, tmp_path / "two", chunk_positions=5, jobs=2)
+    strip = lambda w: w.replace(str(tmp_path), "")  # noqa: E731
+    assert [strip(w) for w in one.warnings] == [strip(w) for w in two.warnings] and len(one.warnings) == 2
+    assert "record 3: policy" in one.warnings[0] and "record 6: truncated" in one.warnings[1]
+    assert one.positions == two.positions == 12 + 3 + 6
+    assert len(one.written) == len(two.written)
+    for a, b in zip(one.written, two.written):
+        x, y = read_chunk(a), read_chunk(b)
+        assert x["meta"]["board_size"] == y["meta"]["board_size"]
+        for key in x:
+            if key != "meta":
+                np.testing.assert_array_equal(x[key], y[key], err_msg=key)

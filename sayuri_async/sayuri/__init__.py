@@ -10,7 +10,11 @@ sayuri-v3     our name for the 43-plane encoder of Sayuri's weights versions
               costly planes).
 weights file  Sayuri's text format, or the same with ``FloatType float32bin``
               (``weights.py`` reads and writes both).
-SayuriNet     the torch module that runs an imported network (``model.py``).
+SayuriNet     the torch module that runs an imported network and trains it
+              (``model.py``: its norms start as the identity).
+export        ``sayuri-async export``: a (trained) SayuriNet back into Sayuri's
+              text or float32bin file (``export.py``).
+term average  Sayuri's short/middle/long-term value targets (``targets.py``).
 chunk         Sayuri's gzip text training data, record version 2
               (``data.py`` turns it into our training samples).
 

@@ -74,18 +74,31 @@ def data_main(argv: list[str] | None = None) -> int:
     p.add_argument("files", nargs="+", help="Sayuri data files (.gz or plain text), taken in this order")
     p.add_argument("-o", "--out", required=True, help="folder for the chunks (e.g. <run>/data)")
     p.add_argument("--generation", type=int, default=0, help="generation number in the chunk names")
+    p.add_argument("--chunk-positions", type=int, default=None,
+                   help="positions per chunk written (and the most held in memory per board size); "
+                        "default 8192")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="processes parsing records (the chunks are the same for any count); default 1")
     args = p.parse_args(argv)
-    from .data import convert
+    from .data import DEFAULT_CHUNK_POSITIONS, convert
 
+    size = DEFAULT_CHUNK_POSITIONS if args.chunk_positions is None else args.chunk_positions
+    if size < 1:
+        print(f"import-data: --chunk-positions {size}: must be at least 1", file=sys.stderr)
+        return 2
+    if args.jobs < 1:
+        print(f"import-data: --jobs {args.jobs}: must be at least 1", file=sys.stderr)
+        return 2
     try:
-        written, warnings = convert(args.files, args.out, args.generation)
+        result = convert(args.files, args.out, args.generation, chunk_positions=size, jobs=args.jobs)
     except OSError as e:
         print(f"import-data: cannot write to {args.out}: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
-    for w in warnings:
+    for w in result.warnings:
         print(f"import-data: {w}", file=sys.stderr)
-    print(f"wrote {len(written)} chunk(s) to {args.out}")
-    return 0 if written or not warnings else 1
+    print(f"wrote {len(result.written)} chunk(s), {result.positions} positions from {result.files} file(s) "
+          f"to {args.out}")
+    return 0 if result.written or not result.warnings else 1
 
 
 if __name__ == "__main__":

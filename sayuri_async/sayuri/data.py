@@ -9,9 +9,9 @@ record      53 text lines per position (Sayuri's ``src/neural/training_data.h``)
             (``N*N+1`` numbers), the opponent's next policy (auxiliary
             target), ownership (one character per point: ``1`` side to
             move, ``3`` opponent, ``0`` neither), result (1 win, 0 draw,
-            -1 loss, side to move), four average Q values, final score
-            (side to move), four average score leads, Q and score stddev,
-            policy KLD.
+            -1 loss, side to move), four average Q values (average, short,
+            middle, long term), final score (side to move), four average
+            score leads (same order), Q and score stddev, policy KLD.
 binary plane  one line: each hex digit holds 4 points, the first point in its
             lowest bit; with an odd ``N*N`` one last ``0``/``1`` for the last
             point. Planes are Sayuri's input planes 1-37 (our 0-36).
@@ -19,9 +19,16 @@ chunk file  many records one after another, gzip-compressed (``.gz``) or
             plain text; positions may be of several board sizes.
 sample      one position in the form of our chunks (``docs/data-format.md``):
             the 43 ``sayuri-v3`` planes (the last six rebuilt from rule and
-            komi as ``encoder.py`` writes them), policy, next_action,
-            action, wdl, score, ownership, to_move, komi, full_search,
-            after_resign, game, root_value.
+            komi as ``encoder.py`` writes them), policy, opp_policy (the
+            auxiliary policy as it is, soft), next_action, action, wdl,
+            score, ownership, to_move, komi, full_search, after_resign, game,
+            root_value, q_avg, score_avg, stddev, policy_kld.
+stream      ``convert`` reads record after record and keeps, per board size,
+            at most ``chunk_positions`` samples (packed) before it writes
+            them as a chunk: memory stays bounded however many files and
+            records come in. Chunks span input files; a game cut by a chunk
+            boundary continues in the next chunk (``game`` is an index
+            within a chunk).
 
 What is derived rather than read: ``next_action`` is the most likely move of
 the auxiliary policy (-1 when it is all zero); ``action`` is read off the
@@ -35,8 +42,11 @@ written through ``fileio.atomic_path`` and never over an existing file.
 """
 from __future__ import annotations
 
+import collections
+import functools
 import gzip
 import io
+import zlib
 import json
 import os
 from dataclasses import dataclass
@@ -56,6 +66,8 @@ for _i, _c in enumerate(b"0123456789abcdef"):
     _HEX[_c] = _i
 for _i, _c in enumerate(b"ABCDEF"):
     _HEX[_c] = 10 + _i
+_REV4 = np.array([int(f"{v:04b}"[::-1], 2) for v in range(16)] + [0] * 240, np.uint8)  # nibble bits reversed
+_READ_BLOCK = 1 << 20  # bytes read (decompressed) at a time
 _OWN = np.full(256, 127, np.int8)
 _OWN[ord("0")], _OWN[ord("1")], _OWN[ord("2")], _OWN[ord("3")] = 0, 1, 0, -1
 
@@ -71,7 +83,7 @@ class Record:
     komi: float
     rule: float
     wave: float
-    planes: np.ndarray  # uint8 [37, N*N]
+    planes: np.ndarray  # uint8 [37, ceil(N*N/8)], bit-packed (numpy.packbits order)
     black_to_move: bool
     policy: np.ndarray  # float32 [N*N+1]
     aux_policy: np.ndarray  # float32 [N*N+1]
@@ -79,7 +91,9 @@ class Record:
     result: int
     q: np.ndarray  # float32 [4]: average, short, middle, long
     final_score: float
-    score: np.ndarray  # float32 [4]
+    score: np.ndarray  # float32 [4]: average, short, middle, long
+    stddev: np.ndarray  # float32 [2]: Q, score
+    kld: float
 
 
 def _open(path: str) -> io.BufferedIOBase:
@@ -89,29 +103,50 @@ def _open(path: str) -> io.BufferedIOBase:
 
 
 def _floats(line: bytes, count: int, what: str) -> np.ndarray:
+    """``count`` numbers of one line; the zeros (most of a policy) are not
+    converted one by one."""
     words = line.split()
     if len(words) != count:
         raise ValueError(f"{what}: {len(words)} numbers, expected {count}")
-    return np.array([float(w) for w in words], dtype=np.float32)
+    out = np.zeros(count, dtype=np.float32)
+    nonzero = [i for i, w in enumerate(words) if w != b"0"]
+    if nonzero:
+        out[nonzero] = [float(words[i]) for i in nonzero]
+    if not np.isfinite(out).all():
+        raise ValueError(f"{what}: a number that is not finite")
+    return out
 
 
 def _planes(lines: list[bytes], n: int) -> np.ndarray:
+    """The binary planes of ``lines`` at once, bit-packed as our chunks hold
+    them (``numpy.packbits`` order): ``uint8 [len(lines), ceil(N*N/8)]``.
+    Two hex digits (8 points, the first in the lowest bit of the first
+    digit) make one byte (the first point in its highest bit)."""
     nn = n * n
     q = nn // 4
     extra = nn % 4
-    out = np.empty((len(lines), nn), np.uint8)
-    for i, line in enumerate(lines):
-        line = line.strip()
-        if len(line) != q + (1 if extra else 0):
-            raise ValueError(f"plane {i}: {len(line)} characters, expected {q + (1 if extra else 0)}")
-        codes = _HEX[np.frombuffer(line[:q], np.uint8)]
-        if (codes == 255).any():
-            raise ValueError(f"plane {i}: a character that is not a hex digit")
-        out[i, :4 * q] = ((codes[:, None] >> np.arange(4, dtype=np.uint8)) & 1).reshape(-1)
-        if extra:
-            if line[q:q + 1] not in (b"0", b"1"):
-                raise ValueError(f"plane {i}: last point is {line[q:q + 1]!r}, expected 0 or 1")
-            out[i, nn - 1] = line[q] - ord("0")
+    width = q + (1 if extra else 0)
+    rows = [line.strip() for line in lines]
+    for i, line in enumerate(rows):
+        if len(line) != width:
+            raise ValueError(f"plane {i}: {len(line)} characters, expected {width}")
+    chars = np.frombuffer(b"".join(rows), np.uint8).reshape(len(rows), width)
+    nibbles = _HEX[chars[:, :q]]
+    if (nibbles == 255).any():
+        raise ValueError(f"plane {int(np.nonzero((nibbles == 255).any(axis=1))[0][0])}: "
+                         "a character that is not a hex digit")
+    nibbles = _REV4[nibbles]  # first point in the nibble's highest bit
+    if q % 2:
+        nibbles = np.concatenate([nibbles, np.zeros((len(rows), 1), np.uint8)], axis=1)
+    out = np.zeros((len(rows), (nn + 7) // 8), np.uint8)
+    out[:, :nibbles.shape[1] // 2] = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
+    if extra:
+        last = chars[:, q]
+        bad = (last != ord("0")) & (last != ord("1"))
+        if bad.any():
+            i = int(np.nonzero(bad)[0][0])
+            raise ValueError(f"plane {i}: last point is {bytes([last[i]])!r}, expected 0 or 1")
+        out[:, (nn - 1) // 8] |= ((last - ord("0")) << (7 - (nn - 1) % 8)).astype(np.uint8)
     return out
 
 
@@ -142,50 +177,140 @@ def parse_record(lines: list[bytes]) -> Record:
         policy=_floats(lines[44], a, "policy"), aux_policy=_floats(lines[45], a, "auxiliary policy"),
         ownership=own, result=result, q=_floats(lines[48], 4, "average Q values"),
         final_score=float(lines[49]), score=_floats(lines[50], 4, "average score leads"),
+        stddev=_floats(lines[51], 2, "Q and score stddev"), kld=float(lines[52]),
     )
 
 
-def iter_records(path: str | os.PathLike) -> Iterator[Record]:
-    """The records of one file in order; SayuriDataError names file and record."""
-    path = str(path)
+def _lines(f: io.BufferedIOBase) -> Iterator[bytes]:
+    """The lines of ``f`` (each with its newline but the last), read in
+    blocks of ``_READ_BLOCK`` bytes: far fewer calls than ``readline``."""
+    rest = b""
+    while True:
+        block = f.read(_READ_BLOCK)
+        if not block:
+            if rest:
+                yield rest
+            return
+        parts = (rest + block).split(b"\n")
+        rest = parts.pop()
+        for line in parts:
+            yield line + b"\n"
+
+
+def _raw_records(path: str) -> Iterator[tuple[int, list[bytes]]]:
+    """``(record number, its 53 lines)`` of one file, unparsed;
+    SayuriDataError for a file that cannot be read or a truncated record."""
     try:
         f = _open(path)
     except OSError as e:
         raise SayuriDataError(f"{path}: cannot open: {e}") from e
     with f:
         k = 0
+        lines_of = _lines(f)
         while True:
             try:
-                first = f.readline()
+                first = next(lines_of, b"")
                 while first and not first.strip():
-                    first = f.readline()
+                    first = next(lines_of, b"")
                 if not first:
                     return
-                lines = [first] + [f.readline() for _ in range(RECORD_LINES - 1)]
-            except (OSError, EOFError, gzip.BadGzipFile) as e:
+                lines = [first] + [next(lines_of, b"") for _ in range(RECORD_LINES - 1)]
+            except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
                 raise SayuriDataError(f"{path}: record {k}: cannot read: {e}") from e
             if not lines[-1]:
                 raise SayuriDataError(f"{path}: record {k}: truncated ({sum(1 for x in lines if x)} of "
                                       f"{RECORD_LINES} lines)")
+            yield k, lines
+            k += 1
+
+
+def _parse_batch(batch: list[list[bytes]]) -> tuple[list[Record], tuple[int, str] | None]:
+    """Parse records in a worker: ``(records, (index, message) of the first
+    bad one or None)``; the records before a bad one are returned."""
+    out = []
+    for i, lines in enumerate(batch):
+        try:
+            out.append(parse_record(lines))
+        except (ValueError, IndexError) as e:
+            return out, (i, str(e))
+    return out, None
+
+
+def iter_records(path: str | os.PathLike, pool: Any = None, in_flight: int = 2) -> Iterator[Record]:
+    """The records of one file in order; SayuriDataError names file and record
+    (after the records before it). With ``pool`` (a ``multiprocessing``
+    pool) records are parsed in its processes, ``PARSE_BATCH`` at a time, at
+    most ``in_flight`` batches at once: the order and the errors are those of
+    the serial reading, memory stays bounded."""
+    path = str(path)
+    if pool is None:
+        for k, lines in _raw_records(path):
             try:
                 yield parse_record(lines)
             except (ValueError, IndexError) as e:
                 raise SayuriDataError(f"{path}: record {k}: {e}") from e
-            k += 1
+        return
+    raw = _raw_records(path)
+    pending: collections.deque = collections.deque()
+    deferred: SayuriDataError | None = None  # what ends the file: an error or _END
+
+    def submit() -> None:
+        nonlocal deferred
+        batch, first = [], -1
+        try:
+            for k, lines in raw:
+                first = k if first < 0 else first
+                batch.append(lines)
+                if len(batch) == PARSE_BATCH:
+                    break
+            else:
+                deferred = deferred or _END
+        except SayuriDataError as e:
+            deferred = e
+        if batch:
+            pending.append((first, pool.apply_async(_parse_batch, (batch,))))
+
+    while deferred is None and len(pending) < max(1, in_flight):
+        submit()
+    while pending:
+        first, job = pending.popleft()
+        records, bad = job.get()
+        yield from records
+        if bad is not None:
+            raise SayuriDataError(f"{path}: record {first + bad[0]}: {bad[1]}")
+        if deferred is None:
+            submit()
+    if deferred is not None and deferred is not _END:
+        raise deferred
+
+
+PARSE_BATCH = 256
+_END = SayuriDataError("end of file")  # marker: the file is read to its end
 
 
 def sample_planes(rec: Record) -> np.ndarray:
-    """The 43 ``sayuri-v3`` planes ``[43, N*N]`` (uint8) of a record."""
-    n = rec.board_size
-    nn = n * n
-    out = np.zeros((PLANES, nn), np.uint8)
+    """The 43 ``sayuri-v3`` planes of a record, bit-packed: ``uint8 [43, ceil(N*N/8)]``."""
+    out = np.empty((PLANES, rec.planes.shape[1]), np.uint8)
     out[:BINARY_PLANES] = rec.planes
-    out[P_RULE] = 1 if rec.rule > 0.5 else 0
-    pos, neg = komi_count(rec.komi if rec.black_to_move else -rec.komi, n)
-    out[P_KOMI, :pos] = 1
-    out[P_NEG_KOMI, :neg] = 1
-    out[P_ONES] = 1
+    out[BINARY_PLANES:] = _misc_planes(rec.board_size, rec.rule > 0.5,
+                                       rec.komi if rec.black_to_move else -rec.komi)
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _misc_planes(n: int, territory: bool, komi_stm: float) -> np.ndarray:
+    """Planes 37-42 (rule, the komi count, ones; wave and size are decoded on
+    the device), packed: they depend on the board size, rule and komi only."""
+    nn = n * n
+    out = np.zeros((MISC_PLANES, nn), np.uint8)
+    out[P_RULE - BINARY_PLANES] = 1 if territory else 0
+    pos, neg = komi_count(komi_stm, n)
+    out[P_KOMI - BINARY_PLANES, :pos] = 1
+    out[P_NEG_KOMI - BINARY_PLANES, :neg] = 1
+    out[P_ONES - BINARY_PLANES] = 1
+    packed = np.packbits(out, axis=-1)
+    packed.flags.writeable = False
+    return packed
 
 
 def _continues(prev: Record, cur: Record) -> bool:
@@ -195,56 +320,96 @@ def _continues(prev: Record, cur: Record) -> bool:
             and np.array_equal(cur.planes[3], prev.planes[1]) and np.array_equal(cur.planes[4], prev.planes[0]))
 
 
-def records_to_samples(records: list[Record], name: str = "sayuri") -> dict[int, dict[str, Any]]:
-    """Samples grouped by board size: ``{N: arrays of our chunk format + 'meta'}``."""
-    games = np.zeros(len(records), np.int32)
-    actions = np.full(len(records), -1, np.int16)
-    g = 0
-    for i, rec in enumerate(records):
-        if i > 0:
-            if _continues(records[i - 1], rec):
-                last = np.nonzero(rec.planes[2])[0]
-                actions[i - 1] = last[0] if len(last) else rec.board_size ** 2
-            else:
-                g += 1
-        games[i] = g
-    by_size: dict[int, list[int]] = {}
-    for i, rec in enumerate(records):
-        by_size.setdefault(rec.board_size, []).append(i)
-    out: dict[int, dict[str, Any]] = {}
-    for n, idx in sorted(by_size.items()):
-        rs = [records[i] for i in idx]
-        planes = np.stack([sample_planes(r) for r in rs])
+class SampleBuffer:
+    """The samples of one board size waiting to be written, packed as they
+    come (about 3 KB a 19x19 sample): ``add`` one, ``arrays`` for a chunk."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.rows: list[tuple[Record, np.ndarray, int, int]] = []  # record, packed planes, action, game
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def add(self, rec: Record, action: int, game: int) -> None:
+        packed = sample_planes(rec)
+        slim = Record(rec.board_size, rec.komi, rec.rule, rec.wave, np.empty((0, 0), np.uint8), rec.black_to_move,
+                      rec.policy.astype(np.float16), rec.aux_policy.astype(np.float16), rec.ownership, rec.result,
+                      rec.q, rec.final_score, rec.score, rec.stddev, rec.kld)
+        self.rows.append((slim, packed, action, game))
+
+    def arrays(self, name: str) -> dict[str, Any]:
+        """The chunk arrays of the samples held (``meta`` included), in order."""
+        rs = [r for r, _, _, _ in self.rows]
+        m = len(rs)
         aux = np.stack([r.aux_policy for r in rs])
-        nxt = np.where(aux.sum(axis=1) > 0, aux.argmax(axis=1), -1).astype(np.int16)
+        has_aux = aux.astype(np.float32).sum(axis=1) > 0
+        nxt = np.where(has_aux, aux.argmax(axis=1), -1).astype(np.int16)
         policy = np.stack([r.policy for r in rs])
-        wdl = np.zeros((len(rs), 3), np.float32)
-        wdl[np.arange(len(rs)), [1 - r.result for r in rs]] = 1.0
-        game_ids = games[idx]
-        _, game_ids = np.unique(game_ids, return_inverse=True)
-        out[n] = {
+        wdl = np.zeros((m, 3), np.float32)
+        wdl[np.arange(m), [1 - r.result for r in rs]] = 1.0
+        _, game_ids = np.unique(np.array([g for _, _, _, g in self.rows]), return_inverse=True)
+        q = np.stack([r.q for r in rs]).astype(np.float32)
+        return {
             "meta": {"format": "sayuri-async-chunk", "version": 1, "encoder": NAME, "planes": PLANES,
-                     "board_size": n, "games": int(game_ids.max()) + 1 if len(rs) else 0, "generator": name},
-            "planes": np.packbits(planes, axis=-1),
-            "policy": policy.astype(np.float16),
+                     "board_size": self.n, "games": int(game_ids.max()) + 1 if m else 0, "generator": name},
+            "planes": np.stack([p for _, p, _, _ in self.rows]),
+            "policy": policy,
+            "opp_policy": aux,
             "next_action": nxt,
-            "action": actions[idx],
+            "action": np.array([a for _, _, a, _ in self.rows], np.int16),
             "wdl": wdl,
             "score": np.array([r.final_score for r in rs], np.float32),
             "ownership": np.stack([r.ownership for r in rs]).astype(np.int8),
             "to_move": np.array([1 if r.black_to_move else 2 for r in rs], np.int8),
             "komi": np.array([r.komi for r in rs], np.float32),
-            "full_search": policy.sum(axis=1) > 0,
-            "after_resign": np.zeros(len(rs), bool),
-            "game": game_ids.astype(np.int32),
-            "root_value": np.array([(r.q[0] + 1.0) / 2.0 for r in rs], np.float32),
+            "full_search": policy.astype(np.float32).sum(axis=1) > 0,
+            "after_resign": np.zeros(m, bool),
+            "game": game_ids.astype(np.int32).reshape(m),
+            "root_value": (q[:, 0] + 1.0) / 2.0,
+            "q_avg": q,
+            "score_avg": np.stack([r.score for r in rs]).astype(np.float32),
+            "stddev": np.stack([r.stddev for r in rs]).astype(np.float32),
+            "policy_kld": np.array([r.kld for r in rs], np.float32),
         }
-    return out
+
+
+def _last_move(rec: Record) -> int:
+    last = np.nonzero(np.unpackbits(rec.planes[2], count=rec.board_size ** 2))[0]
+    return int(last[0]) if len(last) else rec.board_size ** 2
+
+
+def iter_samples(path: str | os.PathLike, pool: Any = None,
+                 in_flight: int = 2) -> Iterator[tuple[Record, int, bool]]:
+    """``(record, action, continues)`` for each record of one file, one record
+    late (a record's action is read off the next one); ``continues``: the
+    record is the ply after the one yielded before it, in the same game.
+    SayuriDataError comes after the samples before the bad record."""
+    prev: Record | None = None
+    prev_continues = False
+    try:
+        for rec in iter_records(path, pool, in_flight):
+            continues = prev is not None and _continues(prev, rec)
+            if prev is not None:
+                yield prev, _last_move(rec) if continues else -1, prev_continues
+            prev, prev_continues = rec, continues
+    except SayuriDataError:  # the last good record before the damaged one is kept too
+        if prev is not None:
+            yield prev, -1, prev_continues
+        raise
+    if prev is not None:
+        yield prev, -1, prev_continues
 
 
 def read_sayuri_chunk(path: str | os.PathLike) -> dict[int, dict[str, Any]]:
-    """One Sayuri data file as samples grouped by board size."""
-    return records_to_samples(list(iter_records(path)), name=f"sayuri:{Path(path).name}")
+    """One Sayuri data file as samples grouped by board size (in memory: for
+    small files and tests; ``convert`` streams)."""
+    buffers: dict[int, SampleBuffer] = {}
+    game = -1
+    for rec, action, continues in iter_samples(path):
+        game += 0 if continues else 1
+        buffers.setdefault(rec.board_size, SampleBuffer(rec.board_size)).add(rec, action, game)
+    return {n: b.arrays(f"sayuri:{Path(path).name}") for n, b in sorted(buffers.items())}
 
 
 def write_chunk(path: str | os.PathLike, arrays: dict[str, Any], replace: bool = True) -> None:
@@ -258,33 +423,80 @@ def write_chunk(path: str | os.PathLike, arrays: dict[str, Any], replace: bool =
             np.savez_compressed(f, **data)
 
 
-def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0) -> tuple[list[str], list[str]]:
-    """Convert Sayuri data files into our chunks under ``out_dir``:
-    ``(written chunk paths, warnings for files skipped)``. Files are taken in
-    the order given, so chunks keep their order for the training window."""
+DEFAULT_CHUNK_POSITIONS = 8192
+
+
+@dataclass
+class ImportResult:
+    written: list[str]
+    warnings: list[str]
+    positions: int = 0
+    files: int = 0
+
+
+def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0,
+            chunk_positions: int = DEFAULT_CHUNK_POSITIONS, jobs: int = 1) -> ImportResult:
+    """Convert Sayuri data files into our chunks under ``out_dir``, streaming
+    (see ``stream``). Files are taken in the order given, so chunks keep
+    their order for the training window. A damaged file adds a warning; its
+    records before the damage are kept, the rest of it is skipped. ``jobs``
+    above 1 parses records in that many processes (``iter_records``); the
+    chunks are the same as with one."""
+    if chunk_positions < 1:
+        raise ValueError(f"chunk_positions {chunk_positions} must be at least 1")
+    if jobs < 1:
+        raise ValueError(f"jobs {jobs} must be at least 1")
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            return _convert(paths, out_dir, generation, chunk_positions, pool, 2 * jobs)
+    return _convert(paths, out_dir, generation, chunk_positions, None, 0)
+
+
+def _convert(paths: list[str], out_dir: str | os.PathLike, generation: int, chunk_positions: int,
+             pool: Any, in_flight: int) -> ImportResult:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written: list[str] = []
-    warnings: list[str] = []
+    result = ImportResult([], [])
     stamp = run_stamp()  # names differ from every earlier import's and self-play run's
     serial = 0
+    buffers: dict[int, SampleBuffer] = {}
+    game = -1
+
+    def flush(buf: SampleBuffer) -> None:
+        nonlocal serial
+        arrays = buf.arrays(f"sayuri-import:{stamp}")
+        while True:
+            dst = out / f"chunk-{generation}-{stamp}-{serial:06d}.npz"
+            serial += 1
+            try:
+                write_chunk(dst, arrays, replace=False)
+                break
+            except NameTaken:
+                continue
+        result.written.append(str(dst))
+        result.positions += len(buf)
+        buf.rows.clear()
+
     for src in paths:
+        kept = 0
         try:
-            groups = read_sayuri_chunk(src)
+            for rec, action, continues in iter_samples(src, pool, in_flight):
+                game += 0 if continues else 1
+                buf = buffers.setdefault(rec.board_size, SampleBuffer(rec.board_size))
+                buf.add(rec, action, game)
+                kept += 1
+                if len(buf) >= chunk_positions:
+                    flush(buf)
         except SayuriDataError as e:
-            warnings.append(f"skipping {e}")
-            continue
-        for n, arrays in groups.items():
-            while True:
-                dst = out / f"chunk-{generation}-{stamp}-{serial:06d}.npz"
-                serial += 1
-                try:
-                    write_chunk(dst, arrays, replace=False)
-                    break
-                except NameTaken:
-                    continue
-            written.append(str(dst))
-    return written, warnings
+            result.warnings.append(f"skipping the rest of {e}" + (f" ({kept} records before it kept)"
+                                                                   if kept else ""))
+        result.files += 1
+    for n in sorted(buffers):
+        if len(buffers[n]):
+            flush(buffers[n])
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,10 +8,27 @@ SayuriConfig  the architecture read from a Sayuri weights file: tower width
               our weights header when an import is saved.
 BlockSpec     ``kind`` ("residual", "bottleneck", "nested-bottleneck"),
               ``inner`` (bottleneck width), ``se`` (squeeze width, 0 = none).
-folded        every convolution carries its batch norm already (Sayuri's
-              files hold mean and standard deviation only; ``weights.py``
-              folds them on import exactly as Sayuri's loader does), so the
-              module has no BatchNorm layers and ``fold_batchnorm`` is a copy.
+ConvNorm      a convolution followed by its batch norm (``Norm``), one pair
+              per ``Convolution`` + ``BatchNorm`` of Sayuri's struct. Sayuri's
+              files hold the norm merged (mean and standard deviation with
+              gamma and beta folded in); on import ``weights.py`` folds it
+              into the convolution, as Sayuri's loader does, and the ``Norm``
+              starts as the identity (weight 1, bias 0, running mean 0,
+              running variance 1 - eps), so the module computes the file's
+              function exactly and still has a batch norm to train.
+Norm          ``mode`` "batch": batch statistics in training (running
+              averages updated with ``NORM_MOMENTUM``), running statistics in
+              eval; "fixed": running statistics always (only the scale and
+              shift learn; training reproduces the file exactly).
+calibrate     ``calibrate_norms(x)``: fold each norm into its convolution,
+              then set it from the statistics of its input on the batch ``x``
+              (weight = sqrt(var + eps), bias = mean, running mean and
+              variance = the batch's): still the identity in eval, and in
+              training on ``x`` too, so fine-tuning starts from the file's
+              function instead of from batch-normalised activations.
+folded        ``fold_batchnorm()``: an eval copy with every norm merged into
+              its convolution and replaced by ``nn.Identity`` (what the engine
+              runs and what our import files store).
 decode_inputs turns the ``sayuri-v3`` planes (``encoder.py``: komi written
               as a count of set cells) into Sayuri's real-valued inputs:
               wave, komi/20, -komi/20, N*N/361. Runs on the device, inside
@@ -22,6 +39,11 @@ outputs       ``forward`` returns the keys of ``net/model.py``'s Net:
               ([B] points for the side to move: 20 x misc output 8, Sayuri's
               final score), ``ownership`` ([B, N*N], tanh); plus ``misc``
               ([B, 15] raw value outputs) and ``policy_all`` ([B, 5, N*N+1]).
+misc          Sayuri's 15 value outputs: win/draw/loss logits (0-2), five Q
+              values (3-7: final, current, short, middle, long term; tanh),
+              five scores (8-12, same order; x 20 points), the short-term Q
+              and score error (13, 14: squared softplus of half the output,
+              x 0.25 and x 150). ``value_heads`` splits them.
 
 The computation follows Sayuri's CPU forward pass (``src/neural/blas/``):
 pooling for SE units and the policy head is (mean, mean*(N-14)/10, max), for
@@ -49,6 +71,14 @@ POLICY_OUTPUTS = 5
 VALUE_MISC = 15
 SCORE_SCALE = 20.0
 MISC_SCORE = 8  # index of the final-score output in the value misc vector
+MISC_Q = slice(3, 8)  # Q values: final, current, short, middle, long term
+MISC_SCORES = slice(8, 13)  # scores, same order
+MISC_ERRORS = slice(13, 15)  # short-term Q error, short-term score error
+Q_ERROR_SCALE = 0.25
+SCORE_ERROR_SCALE = 150.0
+NORM_MODES = ("batch", "fixed")
+NORM_EPS = 1e-5
+NORM_MOMENTUM = 0.01
 
 
 @dataclass
@@ -71,9 +101,12 @@ class SayuriConfig:
     board_size_min: int = 2
     board_size_max: int = 25
     architecture: str = "sayuri"
+    norm: str = "batch"
 
     def __post_init__(self) -> None:
         self.blocks = [b if isinstance(b, BlockSpec) else BlockSpec(**b) for b in self.blocks]
+        if self.norm not in NORM_MODES:
+            raise ValueError(f"norm {self.norm!r} is not one of {NORM_MODES}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation {self.activation!r} is not one of {ACTIVATIONS}")
         for i, b in enumerate(self.blocks):
@@ -169,21 +202,79 @@ def _conv(cin: int, cout: int, k: int) -> nn.Conv2d:
     return nn.Conv2d(cin, cout, k, padding=k // 2, bias=True)
 
 
+class Norm(nn.Module):
+    """A batch norm that starts as the identity (see the module doc)."""
+
+    def __init__(self, c: int, mode: str = "batch") -> None:
+        super().__init__()
+        self.mode = mode
+        self.eps = NORM_EPS
+        self.momentum = NORM_MOMENTUM
+        self.weight = nn.Parameter(torch.ones(c))
+        self.bias = nn.Parameter(torch.zeros(c))
+        self.register_buffer("running_mean", torch.zeros(c))
+        self.register_buffer("running_var", torch.full((c,), 1.0 - NORM_EPS))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            training=self.training and self.mode == "batch", momentum=self.momentum,
+                            eps=self.eps)
+
+    def scale_shift(self) -> tuple[Tensor, Tensor]:
+        """``(s, t)`` with ``norm(y) = s * y + t`` in eval mode."""
+        s = self.weight / torch.sqrt(self.running_var + self.eps)
+        return s, self.bias - self.running_mean * s
+
+    @torch.no_grad()
+    def reset(self) -> None:
+        self.weight.fill_(1.0)
+        self.bias.zero_()
+        self.running_mean.zero_()
+        self.running_var.fill_(1.0 - NORM_EPS)
+
+
+class ConvNorm(nn.Module):
+    """A convolution with bias, then its ``Norm`` (``nn.Identity`` once folded)."""
+
+    def __init__(self, cin: int, cout: int, k: int, mode: str = "batch") -> None:
+        super().__init__()
+        self.conv = _conv(cin, cout, k)
+        self.norm: nn.Module = Norm(cout, mode)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.norm(self.conv(x))
+
+    @torch.no_grad()
+    def merge_norm(self) -> None:
+        """Fold the norm's eval-mode affine into the convolution; the norm
+        becomes the identity again (weight 1, bias 0, mean 0, variance 1 - eps)."""
+        if not isinstance(self.norm, Norm):
+            return
+        s, t = self.norm.scale_shift()
+        self.conv.weight.mul_(s[:, None, None, None])
+        self.conv.bias.mul_(s).add_(t)
+        self.norm.reset()
+
+    def fold(self) -> None:
+        self.merge_norm()
+        self.norm = nn.Identity()
+
+
 class Block(nn.Module):
     """One tower block; ``convs`` in Sayuri's file order."""
 
-    def __init__(self, spec: BlockSpec, c: int, act: str) -> None:
+    def __init__(self, spec: BlockSpec, c: int, act: str, norm: str = "batch") -> None:
         super().__init__()
         self.kind = spec.kind
         self.act = act
         b = spec.inner
         if spec.kind == "residual":
-            convs = [_conv(c, c, 3), _conv(c, c, 3)]
+            shapes = [(c, c, 3), (c, c, 3)]
         elif spec.kind == "bottleneck":
-            convs = [_conv(c, b, 1), _conv(b, b, 3), _conv(b, b, 3), _conv(b, c, 1)]
+            shapes = [(c, b, 1), (b, b, 3), (b, b, 3), (b, c, 1)]
         else:
-            convs = [_conv(c, b, 1)] + [_conv(b, b, 3) for _ in range(4)] + [_conv(b, c, 1)]
-        self.convs = nn.ModuleList(convs)
+            shapes = [(c, b, 1)] + [(b, b, 3)] * 4 + [(b, c, 1)]
+        self.convs = nn.ModuleList(ConvNorm(i, o, k, norm) for i, o, k in shapes)
         self.se = SEUnit(c, spec.se, act) if spec.se else None
 
     def forward(self, x: Tensor) -> Tensor:
@@ -208,6 +299,17 @@ class Block(nn.Module):
         return activation(a, h + x)
 
 
+def value_heads(misc: Tensor) -> dict[str, Tensor]:
+    """Sayuri's 15 raw value outputs as its trainer reads them (see ``misc``)."""
+    errors = F.softplus(0.5 * misc[:, MISC_ERRORS]).square()
+    return {
+        "q_values": torch.tanh(misc[:, MISC_Q]),
+        "score_values": misc[:, MISC_SCORES] * SCORE_SCALE,
+        "q_error": errors[:, 0] * Q_ERROR_SCALE,
+        "score_error": errors[:, 1] * SCORE_ERROR_SCALE,
+    }
+
+
 class SayuriNet(Net):
     """``forward(x [B, 43, N, N] sayuri-v3 planes) -> dict`` (see module doc).
 
@@ -220,16 +322,29 @@ class SayuriNet(Net):
         nn.Module.__init__(self)
         self.config = config
         c, p, v = config.channels, config.policy_channels, config.value_channels
-        self.input_conv = _conv(config.input_planes, c, 3)
-        self.blocks = nn.ModuleList(Block(s, c, config.activation) for s in config.blocks)
-        self.policy_conv = _conv(c, p, 1)
+        m = config.norm
+        self.input_conv = ConvNorm(config.input_planes, c, 3, m)
+        self.blocks = nn.ModuleList(Block(s, c, config.activation, m) for s in config.blocks)
+        self.policy_conv = ConvNorm(c, p, 1, m)
         self.policy_inter = nn.Linear(3 * p, p)
         self.policy_out = _conv(p, POLICY_OUTPUTS, 1)
         self.policy_pass = nn.Linear(p, POLICY_OUTPUTS)
-        self.value_conv = _conv(c, v, 1)
+        self.value_conv = ConvNorm(c, v, 1, m)
         self.value_inter = nn.Linear(3 * v, 3 * v)
         self.ownership_conv = _conv(v, 1, 1)
         self.value_misc = nn.Linear(3 * v, VALUE_MISC)
+
+    def conv_norms(self) -> list[ConvNorm]:
+        """Every convolution with a norm, in Sayuri's file order."""
+        return [m for m in self.modules() if isinstance(m, ConvNorm)]
+
+    def set_norm_mode(self, mode: str) -> None:
+        if mode not in NORM_MODES:
+            raise ValueError(f"norm {mode!r} is not one of {NORM_MODES}")
+        self.config.norm = mode
+        for cn in self.conv_norms():
+            if isinstance(cn.norm, Norm):
+                cn.norm.mode = mode
 
     def forward(self, x: Tensor) -> dict[str, Tensor]:
         a = self.config.activation
@@ -256,9 +371,44 @@ class SayuriNet(Net):
             "policy_all": logits,
         }
 
+    @torch.no_grad()
+    def calibrate_norms(self, x: Tensor) -> None:
+        """Set every norm from its input's statistics on ``x`` without changing
+        the eval-mode function (see ``calibrate`` in the module doc)."""
+        cns = [cn for cn in self.conv_norms() if isinstance(cn.norm, Norm)]
+        for cn in cns:
+            cn.merge_norm()
+        stats: dict[int, tuple[Tensor, Tensor]] = {}
+
+        def hook(i: int):
+            def record(_: nn.Module, inputs: tuple[Tensor, ...]) -> None:
+                y = inputs[0].float()
+                stats[i] = (y.mean(dim=(0, 2, 3)), y.var(dim=(0, 2, 3), unbiased=False))
+            return record
+
+        handles = [cn.norm.register_forward_pre_hook(hook(i)) for i, cn in enumerate(cns)]
+        was_training = self.training
+        try:
+            self.eval()
+            self(x)
+        finally:
+            for h in handles:
+                h.remove()
+            self.train(was_training)
+        for i, cn in enumerate(cns):
+            mean, var = stats[i]
+            norm = cn.norm
+            norm.running_mean.copy_(mean)
+            norm.running_var.copy_(var)
+            norm.weight.copy_(torch.sqrt(var + norm.eps))
+            norm.bias.copy_(mean)
+
     def fold_batchnorm(self) -> "SayuriNet":
-        """An eval-mode copy (the batch norms are folded already)."""
-        return copy.deepcopy(self).eval()
+        """An eval-mode copy with every norm merged into its convolution."""
+        net = copy.deepcopy(self).eval()
+        for cn in net.conv_norms():
+            cn.fold()
+        return net
 
     def num_parameters(self) -> int:
         return sum(t.numel() for t in self.parameters())

@@ -51,6 +51,7 @@ from .model import (ACTIVATIONS, POLICY_OUTPUTS, VALUE_MISC, BlockSpec, SayuriCo
 
 SUPPORTED_VERSIONS = (3, 4, 5)
 SENTINEL = b"\xff\xff\xff\xff"
+_FLOAT_TEXT = "{:.9g}"
 _KIND_NAMES = {"ResidualBlock": "residual", "BottleneckBlock": "bottleneck",
                "NestedBottleneckBlock": "nested-bottleneck"}
 _NAME_OF_KIND = {v: k for k, v in _KIND_NAMES.items()}
@@ -307,7 +308,8 @@ def _fold(conv: Layer, bn: Layer | None) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def build_net(sf: SayuriFile, path: str = "") -> SayuriNet:
-    """A SayuriNet (eval mode) holding the file's folded weights."""
+    """A SayuriNet (eval mode) holding the file's weights, each batch norm
+    folded into its convolution and its ``Norm`` at the identity."""
     cfg = config_of(sf, path)
     net = SayuriNet(cfg)
     L = sf.layers
@@ -332,19 +334,20 @@ def build_net(sf: SayuriFile, path: str = "") -> SayuriNet:
             mod.weight.copy_(torch.from_numpy(layer.tensors[0].reshape(nout, nin)))
             mod.bias.copy_(torch.from_numpy(layer.tensors[1]))
 
-    conv_bn(net.input_conv, cfg.input_planes, c, 3, "the input convolution")
+    conv_bn(net.input_conv.conv, cfg.input_planes, c, 3, "the input convolution")
     for i, (spec, blk) in enumerate(zip(cfg.blocks, net.blocks)):
-        for j, conv in enumerate(blk.convs):
+        for j, cn in enumerate(blk.convs):
+            conv = cn.conv
             conv_bn(conv, conv.in_channels, conv.out_channels, conv.kernel_size[0], f"block {i} convolution {j}")
         if blk.se is not None:
             fc(blk.se.squeeze, 3 * c, spec.se, f"block {i} SE squeeze")
             fc(blk.se.excite, spec.se, 2 * c, f"block {i} SE excite")
     p, v = cfg.policy_channels, cfg.value_channels
-    conv_bn(net.policy_conv, c, p, 1, "the policy head convolution")
+    conv_bn(net.policy_conv.conv, c, p, 1, "the policy head convolution")
     fc(net.policy_inter, 3 * p, p, "the policy intermediate layer")
     conv_bn(net.policy_out, p, POLICY_OUTPUTS, 1, "the policy output convolution", bn=False)
     fc(net.policy_pass, p, POLICY_OUTPUTS, "the pass output layer")
-    conv_bn(net.value_conv, c, v, 1, "the value head convolution")
+    conv_bn(net.value_conv.conv, c, v, 1, "the value head convolution")
     fc(net.value_inter, 3 * v, 3 * v, "the value intermediate layer")
     conv_bn(net.ownership_conv, v, 1, 1, "the ownership convolution", bn=False)
     fc(net.value_misc, 3 * v, VALUE_MISC, "the value misc layer")
@@ -369,21 +372,37 @@ def import_sayuri(path: str | os.PathLike) -> tuple[SayuriNet, dict[str, Any]]:
 # --------------------------------------------------------- our file format
 
 def save_imported(path: str | os.PathLike, net: SayuriNet, meta: dict[str, Any] | None = None) -> None:
-    """Save an imported net in our safetensors format (atomic)."""
+    """Save a Sayuri net in our safetensors format (atomic), its norms folded
+    into the convolutions (``SayuriNet.fold_batchnorm``): the same function,
+    the tensors of an import."""
     from safetensors.torch import save_file
 
     from ..net.weights import _header
 
     meta = dict(meta or {})
     path = Path(path)
-    header = _header(net, meta)  # reads only config.to_dict/encoder/sizes/short_name
+    folded = net.fold_batchnorm() if isinstance(net, SayuriNet) else net
+    header = _header(folded, meta)  # reads only config.to_dict/encoder/sizes/short_name
     header["architecture"] = "sayuri"
-    tensors = {k: t.detach().to("cpu", torch.float32).contiguous() for k, t in net.state_dict().items()}
+    tensors = {k: t.detach().to("cpu", torch.float32).contiguous() for k, t in folded.state_dict().items()}
     with atomic_path(path) as tmp:
         save_file(tensors, str(tmp), metadata=header)
 
 
+def _our_key(key: str, want: dict[str, torch.Tensor]) -> str:
+    """The current name of a tensor key: files written before the norms came
+    name a convolution ``X.weight`` where it is now ``X.conv.weight``."""
+    if key in want:
+        return key
+    stem, _, leaf = key.rpartition(".")
+    moved = f"{stem}.conv.{leaf}"
+    return moved if moved in want else key
+
+
 def _load_imported(path: str, md: dict[str, str]) -> tuple[SayuriNet, dict[str, Any]]:
+    """An import (or a trained export) in our format. Its norms may be stored
+    (a checkpoint's full state) or folded away (then they start at the
+    identity); older imports without norms load the same way."""
     from safetensors import safe_open
 
     try:
@@ -392,22 +411,27 @@ def _load_imported(path: str, md: dict[str, str]) -> tuple[SayuriNet, dict[str, 
         raise WeightsError(f"{path}: config does not describe a Sayuri net: {e}") from e
     net = SayuriNet(cfg)
     want = net.state_dict()
+    norm_keys = {k for k in want if ".norm." in k}
     try:
         with safe_open(path, framework="pt", device="cpu") as f:
-            keys = set(f.keys())
-            if keys != set(want):
-                raise WeightsError(f"{path}: tensors do not match the {cfg.short_name} Sayuri net "
-                                   f"(missing {sorted(set(want) - keys)[:5]}, unexpected {sorted(keys - set(want))[:5]})")
-            got = {k: f.get_tensor(k) for k in want}
-    except WeightsError:
-        raise
+            got = {_our_key(k, want): f.get_tensor(k) for k in f.keys()}
     except Exception as e:
         raise WeightsError(f"{path}: cannot read tensors: {e}") from e
+    missing = set(want) - set(got)
+    if (missing and missing != norm_keys) or set(got) - set(want):
+        raise WeightsError(f"{path}: tensors do not match the {cfg.short_name} Sayuri net "
+                           f"(missing {sorted(missing - norm_keys)[:5] or sorted(missing)[:5]}, "
+                           f"unexpected {sorted(set(got) - set(want))[:5]})")
     for k, t in got.items():
         if tuple(t.shape) != tuple(want[k].shape):
             raise WeightsError(f"{path}: tensor {k} has shape {tuple(t.shape)}, expected {tuple(want[k].shape)}")
-    net.load_state_dict(got)
-    meta = json.loads(md.get("meta", "{}") or "{}")
+        if not torch.isfinite(t).all():
+            raise WeightsError(f"{path}: tensor {k} holds NaN or infinity")
+    net.load_state_dict(got, strict=False)
+    try:
+        meta = json.loads(md.get("meta", "{}") or "{}")
+    except ValueError as e:
+        raise WeightsError(f"{path}: meta is not JSON: {e}") from e
     meta.update(name=md.get("name", cfg.short_name), encoder=cfg.encoder, config=cfg.to_dict())
     return net.eval(), meta
 
@@ -434,6 +458,22 @@ def load_any_weights(path: str | os.PathLike, device: str = "cpu") -> tuple[torc
         net, meta = _load_imported(path, md)
         return net.to(device), meta
     return load_weights(path, device=device)
+
+
+def config_from_dict(d: dict[str, Any]) -> Any:
+    """A ``SayuriConfig`` for a Sayuri architecture's dict, else a ``NetConfig``."""
+    from ..net.model import NetConfig
+
+    if d.get("architecture") == "sayuri":
+        return SayuriConfig.from_dict(d)
+    return NetConfig.from_dict(d)
+
+
+def new_net(cfg: Any) -> torch.nn.Module:
+    """An untrained module for a config of either architecture."""
+    from ..net.model import Net
+
+    return SayuriNet(cfg) if isinstance(cfg, SayuriConfig) else Net(cfg)
 
 
 # ------------------------------------------------------------------ writing
@@ -482,7 +522,9 @@ def stack_names(cfg: SayuriConfig) -> list[str]:
 
 def write_sayuri(path: str | os.PathLike, cfg: SayuriConfig, layers: list[Layer], binary: bool = False,
                  with_stack: bool = True) -> None:
-    """Write a Sayuri weights file (text, or ``float32bin`` when ``binary``)."""
+    """Write a Sayuri weights file (text, or ``float32bin`` when ``binary``)
+    through ``fileio.atomic_path``. Text numbers have 9 significant digits,
+    which give every float32 back exactly."""
     v = cfg.version
     pkey, vkey = ("PolicyHeadChannels", "ValueHeadChannels") if v >= 5 else ("PolicyExtract", "ValueExtract")
     head = ["get main", "get info", "NNType Residual", f"Version {v}",
@@ -501,6 +543,7 @@ def write_sayuri(path: str | os.PathLike, cfg: SayuriConfig, layers: list[Layer]
             if binary:
                 parts.append(t.astype("<f4").tobytes() + SENTINEL)
             else:
-                parts.append((" ".join(repr(float(x)) for x in t) + "\n").encode())
+                parts.append((" ".join(map(_FLOAT_TEXT.format, t.tolist())) + "\n").encode())
     parts.append(b"end parameters\nend main")
-    Path(path).write_bytes(b"".join(parts))
+    with atomic_path(path) as tmp:
+        Path(tmp).write_bytes(b"".join(parts))

@@ -28,6 +28,7 @@ import numpy as np
 from ..fileio import NameTaken, atomic_path, clean_stale_temps
 from ..go import board as B
 from ..go.sgf import SgfInfo, save_sgf_file
+from ..sayuri.targets import term_averages
 from .game import GameRecord
 
 FORMAT = "sayuri-async-chunk"
@@ -58,6 +59,7 @@ def records_to_arrays(records: list[GameRecord], planes: int) -> dict[str, np.nd
         "after_resign": np.zeros(rows, dtype=bool),
         "game": np.zeros(rows, dtype=np.int32),
         "root_value": np.zeros(rows, dtype=np.float32),
+        "q_avg": np.zeros((rows, 4), dtype=np.float32),  # root Q, then Sayuri's term averages of it
     }
     i = 0
     for gi, r in enumerate(records):
@@ -85,6 +87,9 @@ def records_to_arrays(records: list[GameRecord], planes: int) -> dict[str, np.nd
         out["after_resign"][sl] = r.after_resign
         out["game"][sl] = gi
         out["root_value"][sl] = r.root_value
+        q = 2.0 * np.asarray(r.root_value, dtype=np.float64) - 1.0
+        out["q_avg"][sl, 0] = q
+        out["q_avg"][sl, 1:] = term_averages(q, tm, n)
         i += m
     return out
 

@@ -15,7 +15,8 @@ Vocabulary:
               pickle) with metadata about the run; also copied atomically to
               ``<name>-latest.safetensors``.
   log         ``<out>/train_log.csv``: one row per logging interval (columns
-              ``LOG_COLUMNS``); on resume, rows after the checkpoint's step are
+              ``log_columns``: ``LOG_COLUMNS``, plus a Sayuri net's other
+              losses); on resume, rows after the checkpoint's step are
               dropped so the file reads as one uninterrupted run.
   unreadable  a checkpoint that fails to load is renamed
               ``ckpt-<step>.pt.unreadable`` (out of the rotation, kept to look
@@ -39,6 +40,7 @@ from typing import Any, Callable
 import torch
 
 from sayuri_async.fileio import clean_stale_temps, write_bytes_atomic
+from sayuri_async.train.losses import SAYURI_LOSS_NAMES
 
 CHECKPOINT_FORMAT = "sayuri-async-train-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -145,12 +147,16 @@ def export_path(out: str | os.PathLike, name: str, step: int) -> Path:
 
 def export_weights(out: str | os.PathLike, name: str, step: int, net: torch.nn.Module,
                    meta: dict[str, Any]) -> Path:
-    """Save ``net`` (a ``sayuri_async.net.model.Net``) for the engine; returns the path."""
+    """Save ``net`` (our ``Net``, or a ``SayuriNet`` in our import format with
+    its norms folded) for the engine; returns the path."""
     from sayuri_async.net.weights import save_weights
+    from sayuri_async.sayuri.model import SayuriNet
+    from sayuri_async.sayuri.weights import save_imported
 
     path = export_path(out, name, step)
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_weights(path, net, {"step": step, "name": f"{name}-s{step}", **meta})
+    save = save_imported if isinstance(net, SayuriNet) else save_weights
+    save(path, net, {"step": step, "name": f"{name}-s{step}", **meta})
     atomic_write_bytes(path.with_name(f"{name}-latest.safetensors"), path.read_bytes())
     return path
 
@@ -159,10 +165,17 @@ LOG_COLUMNS = ("step", "samples", "lr", "loss", "policy", "opp_policy", "wdl", "
                "samples_per_s", "data_wait", "elapsed_s")
 
 
+def log_columns(sayuri: bool) -> tuple[str, ...]:
+    """The log's columns: ``LOG_COLUMNS``, then a Sayuri net's other losses."""
+    return LOG_COLUMNS + (SAYURI_LOSS_NAMES if sayuri else ())
+
+
 class CsvLog:
     """Appends rows to ``<out>/train_log.csv`` (rank 0 only)."""
 
-    def __init__(self, out: str | os.PathLike, resume_step: int | None) -> None:
+    def __init__(self, out: str | os.PathLike, resume_step: int | None,
+                 columns: tuple[str, ...] = LOG_COLUMNS) -> None:
+        self.columns = columns
         self.path = Path(out) / "train_log.csv"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         kept: list[dict[str, str]] = []
@@ -170,14 +183,14 @@ class CsvLog:
             with open(self.path, newline="") as f:
                 kept = [r for r in csv.DictReader(f) if _int(r.get("step")) <= resume_step]
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, LOG_COLUMNS, extrasaction="ignore")
+        writer = csv.DictWriter(buf, columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(kept)
         atomic_write_bytes(self.path, buf.getvalue().encode())
 
     def write(self, row: dict[str, float | int]) -> None:
         with open(self.path, "a", newline="") as f:
-            csv.DictWriter(f, LOG_COLUMNS, extrasaction="ignore").writerow(
+            csv.DictWriter(f, self.columns, extrasaction="ignore").writerow(
                 {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
 
 

@@ -65,6 +65,7 @@ class OptimConfig:
     adam_beta2: float = 0.999
     adam_eps: float = 1e-8
     grad_clip_norm: float = 0.0
+    norms: Literal["batch", "fixed"] = "batch"  # how a Sayuri network's batch norms train
 
     def __post_init__(self) -> None:
         at_least(self, 1, "batch_size")
@@ -106,9 +107,18 @@ class LossConfig:
     score: float = 0.02
     ownership: float = 1.5
     score_huber_delta: float = 10.0
+    # Sayuri networks' other heads (train/losses.py); our own nets have none of them
+    soft_policy: float = 0.1
+    soft_opp_policy: float = 0.015
+    optimistic_policy: float = 1.0
+    q_values: float = 1.0
+    score_values: float = 0.02
+    q_error: float = 2.0
+    score_error: float = 2e-5
 
     def __post_init__(self) -> None:
-        for name in ("policy", "opp_policy", "wdl", "score", "ownership"):
+        for name in ("policy", "opp_policy", "wdl", "score", "ownership", "soft_policy", "soft_opp_policy",
+                     "optimistic_policy", "q_values", "score_values", "q_error", "score_error"):
             value = getattr(self, name)
             require(value >= 0 and math.isfinite(value), name, "must be a finite weight >= 0")
         positive(self, "score_huber_delta")

@@ -23,6 +23,12 @@ Vocabulary (the chunk format itself is ``docs/data-format.md``):
 Bad chunks (truncated, wrong shapes, wrong format or size) are skipped with a
 warning naming the file; the warning travels with the next batch so the
 training process prints it.
+
+Optional targets (``OPTIONAL``: ``opp_policy``, ``q_avg``, ``score_avg``,
+``stddev``, ``policy_kld``; ``docs/data-format.md``) are checked when a chunk
+has them. A chunk without ``opp_policy`` gets the one-hot of its
+``next_action``; missing Q and score averages (absent, or NaN in a row) come
+to the losses as zero with a zero mask, never as invented values.
 """
 from __future__ import annotations
 
@@ -72,6 +78,19 @@ def _expected(n: int, c: int, m: int) -> dict[str, tuple[tuple[int, ...], str]]:
         "game": ((m,), "i"),
         "root_value": ((m,), "f"),
     }
+
+
+def _optional(n: int, m: int) -> dict[str, tuple[tuple[int, ...], str]]:
+    return {
+        "opp_policy": ((m, n * n + 1), "f"),
+        "q_avg": ((m, 4), "f"),
+        "score_avg": ((m, 4), "f"),
+        "stddev": ((m, 2), "f"),
+        "policy_kld": ((m,), "f"),
+    }
+
+
+OPTIONAL = tuple(_optional(2, 0))
 
 
 def peek_chunk(path: str | os.PathLike) -> tuple[int, dict[str, Any]]:
@@ -141,8 +160,11 @@ def read_chunk(path: str | os.PathLike, board_size: int | None = None,
     if "action" not in arrays:
         raise ChunkError(f"{path}: no 'action' array")
     m = int(arrays["action"].shape[0]) if arrays["action"].ndim == 1 else -1
-    for key, (shape, kind) in _expected(n, c, m).items():
+    optional = _optional(n, m)
+    for key, (shape, kind) in {**_expected(n, c, m), **optional}.items():
         if key not in arrays:
+            if key in optional:
+                continue
             raise ChunkError(f"{path}: no {key!r} array")
         a = arrays[key]
         if a.shape != shape:
@@ -153,6 +175,8 @@ def read_chunk(path: str | os.PathLike, board_size: int | None = None,
     for key in ("policy", "wdl", "score"):
         if not np.isfinite(arrays[key]).all():
             raise ChunkError(f"{path}: {key!r} holds non-finite values")
+    if "opp_policy" in arrays and not np.isfinite(arrays["opp_policy"]).all():
+        raise ChunkError(f"{path}: 'opp_policy' holds non-finite values")
     if ((arrays["next_action"] < -1) | (arrays["next_action"] >= a_count)).any():
         raise ChunkError(f"{path}: 'next_action' out of range")
     if (np.abs(arrays["ownership"]) > 1).any():
@@ -366,13 +390,32 @@ class ChunkStream(torch.utils.data.IterableDataset):
                 pending.append(f"skipping chunk: {e}")
                 continue
             keep = slice(piece.offset, None, piece.stride)
-            parts.append({k: arrays[k][keep] for k in _TRAIN_KEYS})
+            parts.append(training_arrays(arrays, keep))
         if not parts:
             return None
         return {k: np.concatenate([p[k] for p in parts]) for k in _TRAIN_KEYS}
 
 
-_TRAIN_KEYS = ("planes", "policy", "next_action", "wdl", "score", "ownership", "full_search")
+_TRAIN_KEYS = ("planes", "policy", "opp_policy", "wdl", "score", "ownership", "full_search", "q_avg",
+               "score_avg")
+
+
+def training_arrays(arrays: dict[str, Any], keep: slice) -> dict[str, np.ndarray]:
+    """The rows ``keep`` of a chunk's arrays that training reads, the optional
+    ones filled in (see the module doc): ``opp_policy`` from ``next_action``
+    when absent, Q and score averages NaN (unknown) when absent."""
+    out = {k: arrays[k][keep] for k in _TRAIN_KEYS if k in arrays}
+    m = len(out["wdl"])
+    if "opp_policy" not in out:
+        nxt = arrays["next_action"][keep].astype(np.int64)
+        opp = np.zeros((m, out["policy"].shape[1]), np.float16)
+        rows = np.nonzero(nxt >= 0)[0]
+        opp[rows, nxt[rows]] = 1.0
+        out["opp_policy"] = opp
+    for key in ("q_avg", "score_avg"):
+        if key not in out:
+            out[key] = np.full((m, 4), np.nan, np.float32)
+    return out
 
 
 def make_batch(block: dict[str, np.ndarray], rows: np.ndarray, syms: np.ndarray | None,
@@ -381,19 +424,19 @@ def make_batch(block: dict[str, np.ndarray], rows: np.ndarray, syms: np.ndarray 
 
     Output (numpy, turned into tensors by the data loader): ``planes`` uint8
     ``[B, C, N, N]``; ``policy`` and ``opp_policy`` float32 ``[B, A]``;
-    ``policy_mask`` (full-search rows) and ``opp_mask`` (rows with a next
-    action) bool ``[B]``; ``wdl`` float32 ``[B, 3]``; ``score`` float32 ``[B]``;
-    ``ownership`` float32 ``[B, N*N]``.
+    ``policy_mask`` (full-search rows) and ``opp_mask`` (rows with an
+    opponent's policy) bool ``[B]``; ``wdl`` float32 ``[B, 3]``; ``score``
+    float32 ``[B]``; ``ownership`` float32 ``[B, N*N]``; ``q_avg`` and
+    ``score_avg`` float32 ``[B, 4]`` (unknown values 0) with their masks
+    ``q_avg_mask`` and ``score_avg_mask`` (1 known, 0 not).
     """
     n = spec.board_size
     area = n * n
     b = len(rows)
     planes = np.unpackbits(block["planes"][rows], axis=-1, count=area).reshape(b, -1, n, n)
     policy = block["policy"][rows].astype(np.float32)
-    next_action = block["next_action"][rows].astype(np.int64)
-    opp_mask = next_action >= 0
-    opp = np.zeros((b, area + 1), dtype=np.float32)
-    opp[np.nonzero(opp_mask)[0], next_action[opp_mask]] = 1.0
+    opp = block["opp_policy"][rows].astype(np.float32)
+    opp_mask = opp.sum(axis=1) > 0
     own = block["ownership"][rows].astype(np.float32).reshape(b, n, n)
     if syms is not None:
         for k in range(1, 8):
@@ -413,14 +456,24 @@ def make_batch(block: dict[str, np.ndarray], rows: np.ndarray, syms: np.ndarray 
         "wdl": block["wdl"][rows].astype(np.float32),
         "score": block["score"][rows].astype(np.float32),
         "ownership": own.reshape(b, area),
+        **_known("q_avg", block["q_avg"][rows]),
+        **_known("score_avg", block["score_avg"][rows]),
     }
+
+
+def _known(name: str, values: np.ndarray) -> dict[str, np.ndarray]:
+    """``{name: values with NaN as 0, name_mask: 1 where known}``."""
+    v = values.astype(np.float32)
+    known = np.isfinite(v)
+    return {name: np.where(known, v, 0.0).astype(np.float32), f"{name}_mask": known.astype(np.float32)}
 
 
 def target_layout(n: int) -> list[tuple[str, int]]:
     """Columns of the packed ``targets`` array, in order: (name, width)."""
     a = n * n + 1
     return [("policy", a), ("opp_policy", a), ("wdl", 3), ("score", 1), ("ownership", n * n),
-            ("policy_mask", 1), ("opp_mask", 1)]
+            ("policy_mask", 1), ("opp_mask", 1), ("q_avg", 4), ("q_avg_mask", 4), ("score_avg", 4),
+            ("score_avg_mask", 4)]
 
 
 def pack_targets(batch: dict[str, Any], n: int) -> np.ndarray:

@@ -31,6 +31,12 @@ Vocabulary:
 The loss is computed by ``losses.compute_losses`` on the output dict returned
 by the (possibly DDP-wrapped) network, i.e. outside the wrapped module, and is
 a scalar before ``backward()``.
+
+A Sayuri network (``--init`` with a Sayuri weights file, our import of one, or
+a trained export of one) trains with all its heads (``losses.loss_names``);
+its norms take ``[optim] norms``. In "batch" mode they are calibrated on the
+first batch before the first step (``SayuriNet.calibrate_norms``: the
+function stays the file's), on rank 0, and every rank gets rank 0's weights.
 """
 from __future__ import annotations
 
@@ -54,7 +60,7 @@ from sayuri_async.train.config import AverageConfig, OptimConfig, TrainConfig
 from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, list_chunks, make_loader, select_window,
                                         unpack_targets, window_size)
 from sayuri_async.train.distributed import broadcast, gather, rng_state, set_rng_state, setup_distributed
-from sayuri_async.train.losses import LOSS_NAMES, compute_losses
+from sayuri_async.train.losses import compute_losses, loss_names
 from sayuri_async.train.schedule import Schedule, ema_decay_for, resolve, to_samples
 
 
@@ -211,6 +217,7 @@ class Trainer:
             resume = bool(broadcast(found, self.info))
         if not resume:
             self._check_fresh_folder(auto)
+        self.calibrate_pending = False
         self.net, self.net_config = self._build_net(init if not resume else None)
         lo, hi = self.net_config.board_size_min, self.net_config.board_size_max
         if not lo <= cfg.data.board_size <= hi:
@@ -249,9 +256,19 @@ class Trainer:
             cfg.run.precision == "auto" and self.device.type == "cuda" and torch.cuda.is_bf16_supported())
         if self.device.type == "cuda":
             torch.backends.cudnn.benchmark = True
-        self.log = ckpt.CsvLog(self.out, self.step if resume else None) if self.info.rank == 0 else None
+        self.log = (ckpt.CsvLog(self.out, self.step if resume else None, ckpt.log_columns(self.sayuri))
+                    if self.info.rank == 0 else None)
 
     # ----------------------------------------------------------- setup parts
+
+    @property
+    def loss_names(self) -> tuple[str, ...]:
+        """The loss parts of this network (a Sayuri net has more heads)."""
+        return loss_names(self.sayuri)
+
+    @property
+    def sayuri(self) -> bool:
+        return getattr(self.net_config, "architecture", "") == "sayuri"
 
     def say(self, text: str) -> None:
         if self.info.rank == 0:
@@ -277,13 +294,20 @@ class Trainer:
 
     def _build_net(self, init: str | None) -> tuple[Net, NetConfig]:
         if init:
-            from sayuri_async.net.weights import WeightsError, load_weights
+            from sayuri_async.net.weights import WeightsError
+            from sayuri_async.sayuri.model import SayuriNet
+            from sayuri_async.sayuri.weights import load_any_weights
 
             try:
-                net, _ = load_weights(init)
+                net, _ = load_any_weights(init)  # ours, a Sayuri file, or our import of one
             except WeightsError as e:
                 raise TrainError(str(e)) from None
-            self.say(f"starting from {init} ({net.config.short_name}); [model] is not used")
+            kind = ""
+            if isinstance(net, SayuriNet):
+                net.set_norm_mode(self.cfg.optim.norms)
+                self.calibrate_pending = self.cfg.optim.norms == "batch"
+                kind = f"Sayuri v{net.config.version}, norms {self.cfg.optim.norms}, "
+            self.say(f"starting from {init} ({kind}{net.config.short_name}); [model] is not used")
             net.train()
             return net, net.config
         config = NetConfig.from_dict(self.cfg.model)
@@ -337,10 +361,14 @@ class Trainer:
                 raise TrainError(str(e)) from None
         saved_net = state["net_config"]
         if saved_net != self.net_config.to_dict():
-            self.net_config = NetConfig.from_dict(saved_net)
-            self.net = Net(self.net_config)
+            from sayuri_async.sayuri.weights import config_from_dict, new_net
+
+            self.net_config = config_from_dict(saved_net)
+            self.net = new_net(self.net_config)
             self.say("the checkpoint's network differs from [model]; continuing the checkpoint's")
         self.net.load_state_dict(state["model"])
+        if self.sayuri:  # the config's norm mode applies from here on
+            self.net.set_norm_mode(self.cfg.optim.norms)
         self.net.to(self.device)
         if self.cfg.run.channels_last and self.device.type == "cuda":
             self.net.to(memory_format=torch.channels_last)
@@ -409,7 +437,9 @@ class Trainer:
     def export(self, losses: dict[str, float]) -> str | None:
         if self.info.rank != 0:
             return None
-        net = Net(self.net_config)
+        from sayuri_async.sayuri.weights import new_net
+
+        net = new_net(self.net_config)
         net.load_state_dict({k: v.detach().float().cpu() for k, v in self.averager.weights(self.net).items()})
         net.eval()
         meta = {"samples": self.samples, "board_size": self.cfg.data.board_size,
@@ -472,7 +502,7 @@ class Trainer:
         loader = make_loader(self.stream, pin_memory=self.device.type == "cuda",
                              prefetch_batches=self.cfg.data.prefetch_batches)
         it = iter(loader)
-        sums = torch.zeros(len(LOSS_NAMES) + 1, device=self.device)
+        sums = torch.zeros(len(self.loss_names) + 1, device=self.device)
         count = 0
         run = self.cfg.run
         t_start = t_mark = time.perf_counter()
@@ -493,11 +523,13 @@ class Trainer:
                 self.positions[int(batch["shard"])] = tuple(int(v) for v in batch["position"])
                 for w in batch["warnings"]:
                     self._warn(w)
+                if self.calibrate_pending:
+                    self._calibrate(batch)
                 total, parts, lr = self._train_step(batch)
                 self.step += 1
                 self.samples += self.sched.batch
                 self.averager.update(self.net, self.step, self.samples)
-                sums += torch.stack([total, *(parts[k] for k in LOSS_NAMES)])
+                sums += torch.stack([total, *(parts[k] for k in self.loss_names)])
                 count += 1
                 last = self.step == self.total_steps
                 if self.step % run.log_every == 0 or last:
@@ -524,6 +556,19 @@ class Trainer:
             result.samples_per_s = (last_log[1] - first_log[1]) / max(last_log[0] - first_log[0], 1e-9)
         result.steps, result.samples = self.step, self.samples
         return result
+
+    @torch.no_grad()
+    def _calibrate(self, batch: dict[str, Any]) -> None:
+        """A Sayuri net's norms from rank 0's first batch; averages restart."""
+        if self.info.rank == 0:
+            self.net.calibrate_norms(batch["planes"].to(self.device).float())
+        if self.info.enabled:
+            for t in self.net.state_dict().values():
+                dist.broadcast(t, 0)
+        self.averager = Averager(self.cfg.average, self.net, self.sched,
+                                 to_samples(self.cfg.average.swa_start, self.cfg.schedule))
+        self.calibrate_pending = False
+        self.say("calibrated the batch norms on the first batch (the network's function unchanged)")
 
     def _warn(self, text: str) -> None:
         prefix = f"rank {self.info.rank}: " if self.info.enabled else ""
@@ -552,7 +597,7 @@ class Trainer:
         if not math.isfinite(values[0]):
             raise TrainError(f"the loss became {values[0]} at step {self.step}; lower the learning rate "
                              "or check the data")
-        losses = {"loss": values[0], **dict(zip(LOSS_NAMES, values[1:]))}
+        losses = {"loss": values[0], **dict(zip(self.loss_names, values[1:]))}
         speed_all = speed  # every rank consumes the global batch's share at the same pace
         row = {"step": self.step, "samples": self.samples, "lr": lr, **losses,
                "samples_per_s": speed_all, "data_wait": wait, "elapsed_s": elapsed}
