@@ -39,12 +39,13 @@ from . import board as B
 from .coords import action_to_vertex
 from ..fileio import write_text_atomic  # noqa: F401  (re-exported for callers of this module)
 from .game import Game, IllegalMove, Rules
+from ..usererror import UserError
 
 MIN_SGF_SIZE, MAX_SGF_SIZE = 7, 19
 _TERRITORY_RULES = ("japanese", "korean")
 
 
-class SgfError(ValueError):
+class SgfError(ValueError, UserError):
     """A malformed or unsupported SGF record; the message says where and why."""
 
 

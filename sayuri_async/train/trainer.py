@@ -56,13 +56,14 @@ from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, lis
 from sayuri_async.train.distributed import broadcast, gather, rng_state, set_rng_state, setup_distributed
 from sayuri_async.train.losses import LOSS_NAMES, compute_losses
 from sayuri_async.train.schedule import Schedule, ema_decay_for, resolve, to_samples
+from sayuri_async.usererror import RunFailure, UserError
 
 
-class TrainError(RuntimeError):
+class TrainError(RuntimeError, RunFailure):
     """Training cannot start or continue (no data, bad checkpoint, bad setup)."""
 
 
-class RunFolderInUse(TrainError):
+class RunFolderInUse(UserError, TrainError):
     """A fresh start into a folder that holds an earlier run; the message
     names the folder and how to go on."""
 
