@@ -43,11 +43,8 @@ import json
 import shutil
 import sys
 import time
-import zipfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-
-import numpy as np
 
 from .configfile import Bad, ConfigError, at_least, check_tables, fill, read_toml, within
 from .fileio import atomic_path, clean_stale_temps
@@ -132,14 +129,15 @@ class Workspace:
 
     def games_in_generation(self, gen: int) -> tuple[int, int]:
         """(games, positions) already in whole chunks of generation ``gen``."""
+        from .train.dataset import ChunkError, peek_chunk
+
         games = positions = 0
         for path in (self.root / "data").glob(f"chunk-{gen:06d}-*.npz"):
             try:
-                with np.load(path, allow_pickle=False) as z:
-                    meta = json.loads(str(z["meta"]))
-                    positions += int(z["action"].shape[0])
+                count, meta = peek_chunk(path)  # sizes checked, nothing decompressed
                 games += int(meta["games"])
-            except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                positions += count
+            except (ChunkError, OSError, ValueError, KeyError, TypeError):
                 continue  # a damaged chunk is the trainer's to skip, not a game to count
         return games, positions
 
