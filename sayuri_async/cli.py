@@ -14,6 +14,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .usererror import report
 
+COMPILING = ("selfplay", "gtp", "loop", "match", "tune")  # commands whose first start may compile
+
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "selfplay": ("sayuri_async.selfplay.cli", "self-play games with the live TUI, writing training data and SGF"),
     "gtp": ("gtp.main", "speak GTP on stdin/stdout (Sabaki, Lizzie, match runners)"),
@@ -57,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sayuri-async: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     module_name = SUBCOMMANDS[name][0]
+    if name in COMPILING and not any(a in ("-h", "--help") for a in rest):
+        from .numba_cache import compile_notice
+
+        compile_notice()
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:

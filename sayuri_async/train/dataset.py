@@ -213,7 +213,7 @@ def list_chunks(data_dir: str | os.PathLike, board_size: int | None = None
     """
     found: list[ChunkInfo] = []
     warnings: list[str] = []
-    other_sizes = 0
+    other_sizes: dict[object, int] = {}
     for path in sorted(Path(data_dir).rglob("*.npz")):
         if path.name.startswith("."):
             continue
@@ -224,13 +224,14 @@ def list_chunks(data_dir: str | os.PathLike, board_size: int | None = None
             warnings.append(f"skipping chunk: {e}")
             continue
         if board_size is not None and meta.get("board_size") != board_size:
-            other_sizes += 1
+            other_sizes[meta.get("board_size")] = other_sizes.get(meta.get("board_size"), 0) + 1
             continue
         m = _NAME.match(path.name)
         found.append(ChunkInfo(str(path), positions, int(m.group(1)) if m else -1, mtime))
     found.sort(key=lambda c: (c.generation, c.mtime, c.path))
     if other_sizes:
-        warnings.append(f"left out {other_sizes} chunk(s) of other board sizes than {board_size}")
+        found_sizes = ", ".join(f"{k} of {n}x{n}" for n, k in sorted(other_sizes.items(), key=lambda kv: str(kv[0])))
+        warnings.append(f"left out chunks of other board sizes than {board_size}: {found_sizes}")
     return found, warnings
 
 

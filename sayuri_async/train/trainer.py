@@ -63,6 +63,10 @@ class TrainError(RuntimeError, RunFailure):
     """Training cannot start or continue (no data, bad checkpoint, bad setup)."""
 
 
+class NoTrainingData(UserError, TrainError):
+    """No chunk under [data] dir can be trained on (none, or all of other board sizes or encoders)."""
+
+
 class RunFolderInUse(UserError, TrainError):
     """A fresh start into a folder that holds an earlier run; the message
     names the folder and how to go on."""
@@ -300,7 +304,11 @@ class Trainer:
             want = window_size(total, d.window_min_positions, d.window_max_positions,
                                d.window_expand_per_position, d.window_taper_exponent)
             picked = select_window(chunks, want)
-            error = None if picked else f"no training chunks (*.npz) under {d.dir}"
+            error = None
+            if not picked:
+                error = (f"no training chunks (*.npz) of board size {d.board_size} under {d.dir}"
+                         + (f" ({'; '.join(warnings)})" if warnings else
+                            "" if Path(d.dir).is_dir() else " (no such folder)"))
             result = ([(c.path, c.positions) for c in picked], warnings, error)
             for w in warnings:
                 self.say(f"warning: {w}")
@@ -309,7 +317,7 @@ class Trainer:
                          f"chunks (window rule: {want} of {total})")
         window, _, error = broadcast(result, self.info)
         if error:
-            raise TrainError(error)
+            raise NoTrainingData(error)
         return window
 
     def _resume(self, refresh_window: bool) -> dict[int, tuple[int, int, int]]:
