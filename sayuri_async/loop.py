@@ -49,6 +49,7 @@ from pathlib import Path
 from .configfile import Bad, ConfigError, at_least, check_tables, fill, read_toml, within
 from .fileio import atomic_path, clean_stale_temps
 from .killpoint import kill_point
+from .usererror import answered, check_device, output_folder
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
 PHASES = ("selfplay", "train", "eval")
@@ -287,6 +288,11 @@ class Loop:
         for stale in self.ws.clean_stale():
             self.say(f"removed {stale}, the temporary file of a killed write")
         self.say(f"workspace {self.ws.root}: generation {st.generation}, phase {st.phase}, best {st.best}")
+        if self.ws.stop_requested():
+            stop = self.ws.root / "STOP"
+            self.say(f"{stop} is there (left from an earlier stop?): stopping before any work; "
+                     f"delete it to run the loop: rm {stop}")
+            return 0
         while self.cfg.generations == 0 or st.generation <= self.cfg.generations:
             if self._stopping():
                 self.say("stop requested: leaving after the last finished step")
@@ -353,6 +359,7 @@ class Loop:
                 w.writerows(rows)
 
 
+@answered("loop")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="sayuri-async loop", description="The RL loop: self-play, train, evaluate.")
     p.add_argument("--config", required=True, help="loop TOML (e.g. configs/loop-9x9.toml)")
@@ -360,11 +367,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--generations", type=int, help="override [loop] generations")
     p.add_argument("--tui", action="store_true", help="live view during self-play (plain lines otherwise)")
     args = p.parse_args(argv)
+    output_folder(args.workspace, "--workspace")
     try:
         loop = Loop(args.config, args.workspace, use_tui=args.tui)
     except ConfigError as e:
         print(f"sayuri-async loop: {e}", file=sys.stderr)
         return 2
+    check_device(loop.cfg.device, f"{args.config}: [loop] device")
+    check_device(loop.sp_cfg.device, f"{args.config}: [selfplay] device", allow=(r"model(:\d+)?",))
+    if loop.train_cfg.run.device != "auto":
+        check_device(loop.train_cfg.run.device, f"{args.config}: [run] device")
     if args.generations is not None:
         try:
             loop.cfg = replace(loop.cfg, generations=args.generations)

@@ -34,7 +34,7 @@ from .go.game import Game
 from .go.sgf import SgfInfo, save_sgf_file
 from .gtpclient import probe_engine
 from .referee import GtpPlayer, Player, referee_game
-from .usererror import UserError, at_least, check_device, output_folder
+from .usererror import UserError, answered, at_least, check_device, output_folder
 
 __all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "make_player", "main",
            "print_result", "ratings", "run_match"]
@@ -290,6 +290,7 @@ def check_arguments(args) -> None:
     check_device(args.device)
 
 
+@answered("match")
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if len(args.players) < 2:

@@ -14,6 +14,9 @@ kinds        the project's own error classes say which of the two they are by
              ``SelfplayError``, ``TrainError`` ... are RunFailures), so a
              subcommand lets them rise and ``cli.main`` answers them all in
              one place.
+answered    ``@answered("<command>")`` on a subcommand's ``main`` applies the
+             policy whether ``main`` is called by ``cli.main`` or directly (as
+             tests do); ``cli.main`` applies it again to whatever is left.
 one line     ``sayuri-async <command>: <message>`` on stderr, whitespace folded
              to single spaces, never a traceback. An ``OSError`` that reaches
              the top names its file and reads as a RunFailure; an interrupt
@@ -25,10 +28,12 @@ checks       ``input_file``, ``output_folder``, ``check_device`` and
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 EXIT_USER = 2
@@ -93,6 +98,23 @@ def report(command: str, e: BaseException, stream=None) -> int | None:
         return None
     print(f"sayuri-async {command}: {message(e)}", file=stream or sys.stderr, flush=True)
     return status
+
+
+def answered(command: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """Decorate a subcommand's ``main(argv, ...) -> int``: an error the policy
+    knows becomes its one line and exit status; a bug keeps its traceback."""
+    def wrap(main: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(main)
+        def run(*args, **kwargs) -> int:
+            try:
+                return main(*args, **kwargs)
+            except (Exception, KeyboardInterrupt) as e:
+                status = report(command, e)
+                if status is None:
+                    raise
+                return status
+        return run
+    return wrap
 
 
 # ---------------------------------------------------------------------------

@@ -235,7 +235,7 @@ def test_cli_import_weights(tmp_path, capsys):
     net, meta = load_any_weights(out)
     assert meta["name"] == "net" and len(net.config.blocks) == 2
     bad = _write(tmp_path, **{"Version_4": "Version 9"})
-    assert cli.main([bad, "-o", str(tmp_path / "x")]) == 1
+    assert cli.main([bad, "-o", str(tmp_path / "x")]) == 2  # a rejected input file (usererror)
     assert "version 9" in capsys.readouterr().err
 
 

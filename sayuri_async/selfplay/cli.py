@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ..configfile import ConfigError
-from ..usererror import check_device, input_file, output_folder
+from ..usererror import answered, check_device, input_file, output_folder
 from .config import add_device_model_options, device_model_overrides, load_selfplay_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "selfplay-9x9.toml"
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@answered("selfplay")
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 from sayuri_async.train.config import ConfigError, load_config, override
-from sayuri_async.usererror import UserError, check_device, exit_status, input_file, output_folder
+from sayuri_async.usererror import UserError, answered, check_device, exit_status, input_file, output_folder
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,6 +60,7 @@ def _launch(nproc: int, argv: list[str]) -> int:
     return subprocess.call(cmd)
 
 
+@answered("train")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
