@@ -171,7 +171,9 @@ def check_device(device: str, option: str = "--device", allow: tuple[str, ...] =
             continue
         m = _DEVICE.fullmatch(name)
         if m is None:
-            choices = "cpu, cuda, cuda:K" + "".join(f", {a}" for a in allow)
+            shown = [a.replace(r"(:\d+)?", "") + (", " + a.replace(r"(:\d+)?", ":K") if r"(:\d+)?" in a else "")
+                     for a in allow]
+            choices = ", ".join(["cpu, cuda, cuda:K", *shown])
             raise UserError(f"{option} {name!r}: not a device (one of {choices})")
         if name == "cpu":
             continue
