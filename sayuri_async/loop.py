@@ -49,6 +49,7 @@ from pathlib import Path
 from .configfile import Bad, ConfigError, at_least, check_tables, fill, read_toml, within
 from .fileio import atomic_path, clean_stale_temps
 from .killpoint import kill_point
+from .console import console as wide_console
 from .usererror import answered, check_device, output_folder
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
@@ -335,7 +336,6 @@ class Loop:
         return 0
 
     def write_summary(self, st: LoopState) -> None:
-        from rich.console import Console
         from rich.table import Table
 
         cols = ["generation", "games", "positions", "steps", "loss_policy", "loss_wdl", "match", "promoted"]
@@ -351,7 +351,7 @@ class Loop:
                    match, str(s.get("promoted", ""))]
             t.add_row(*row)
             rows.append(dict(zip(cols, row)))
-        Console().print(t)
+        wide_console().print(t)
         with atomic_path(self.ws.root / "logs" / "generations.csv") as tmp:
             with open(tmp, "w", newline="") as f:
                 w = csv.DictWriter(f, fieldnames=cols)

@@ -34,6 +34,7 @@ from .go.game import Game
 from .go.sgf import SgfInfo, save_sgf_file
 from .gtpclient import probe_engine
 from .referee import GtpPlayer, Player, referee_game
+from .console import console as wide_console
 from .usererror import UserError, answered, at_least, check_device, output_folder
 
 __all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "make_player", "main",
@@ -241,10 +242,9 @@ async def run_match(a: Player, b: Player, games: int, size: int, komi: float, co
 
 
 def print_result(res: MatchResult, console=None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or wide_console()
     lo, hi = res.wilson()
     elo, err = res.elo()
     t = Table(title=f"{res.a} vs {res.b}")
@@ -321,7 +321,6 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         print_result(r)
     if len(players) > 2:
-        from rich.console import Console
         from rich.table import Table
 
         rt = ratings(names, results)
@@ -330,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         t.add_column("Elo", justify="right")
         for name, elo in sorted(rt.items(), key=lambda kv: -kv[1]):
             t.add_row(name, f"{elo:+.0f}")
-        Console().print(t)
+        wide_console().print(t)
     return 0
 
 

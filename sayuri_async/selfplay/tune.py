@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..configfile import ConfigError
+from ..console import console as wide_console
 from ..usererror import UserError, answered, check_device, input_file, output_folder
 from ..infer.stats import add_efficiency, rates
 from .config import SelfplayConfig, add_device_model_options, device_model_overrides, load_selfplay_config
@@ -487,12 +488,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 @answered("tune")
 def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int:
-    from rich.console import Console
 
     from .cli import DEFAULT_CONFIG
 
     args = build_parser().parse_args(argv)
-    console = Console() if sys.stdout.isatty() else Console(width=160)
+    console = wide_console()
     config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
     try:
         base = load_selfplay_config(config, {"weights": args.weights, "device": args.device,
