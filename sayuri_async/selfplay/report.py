@@ -239,7 +239,7 @@ def diagnose(r: dict, settings: dict) -> Verdict:
     if settings.get("paused"):
         return Verdict("paused", "paused: press p to resume")
     if not r or r.get("warming") or r.get("nnEvals/s", 0) <= 0:
-        return Verdict("warming up", "warming up: compiling and opening games; rates follow the first batches")
+        return Verdict("warming up", "warming up: loading compiled code and opening games; rates follow the first batches")
     dev = busy_label(settings)
     loop = r.get("loop_busy_max", r.get("loop_busy", 0.0))
     gpu = r.get("gpu_busy", 0.0)
