@@ -195,3 +195,56 @@ def test_a_version_and_no_advertised_command_that_is_missing(capsys):
     for name, (module, _) in cli.SUBCOMMANDS.items():
         assert importlib.util.find_spec(module) is not None, name
     assert "bench" not in cli.SUBCOMMANDS
+
+
+def test_train_says_which_board_sizes_it_found(tmp_path, capsys, monkeypatch):
+    from test_train_chunks import make_chunk
+
+    monkeypatch.chdir(ROOT)
+    make_chunk(tmp_path / "data" / "chunk-1-7-0.npz", n=7, positions=20)
+    make_chunk(tmp_path / "data" / "chunk-2-7-0.npz", n=7, positions=20)
+    status, err = run_in_process(f"train --config configs/train-9x9.toml --data {tmp_path / 'data'} "
+                                 f"--out {tmp_path / 'run'} --workers 0 --no-progress", capsys)
+    assert status == 2
+    assert err.strip().splitlines()[-1].endswith(
+        f"no training chunks (*.npz) of board size 9 under {tmp_path / 'data'} "
+        "(left out chunks of other board sizes than 9: 2 of 7x7)"), err
+
+
+def test_the_stop_line_says_to_delete_it(tmp_path, capsys):
+    from sayuri_async.loop import Loop
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "STOP").write_text("")
+    assert Loop(str(ROOT / "configs" / "loop-7x7.toml"), str(ws)).run() == 0
+    out = capsys.readouterr().out
+    assert f"delete it to run the loop: rm {ws / 'STOP'}" in out
+    assert not (ws / "data").exists() or not list((ws / "data").glob("*.npz"))
+
+
+def test_train_readers_default_to_the_cores():
+    import os
+
+    from sayuri_async.train.config import DataConfig
+
+    assert DataConfig().workers == max(1, min(4, os.cpu_count() or 1))
+
+
+def test_tables_are_not_squeezed_when_piped(monkeypatch):
+    from sayuri_async.console import PIPE_WIDTH, console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert console().width == PIPE_WIDTH  # pytest's stdout is not a terminal
+
+
+def test_a_notice_says_what_compiles_and_that_it_happens_once(monkeypatch, capsys):
+    from sayuri_async import numba_cache
+
+    monkeypatch.setattr(numba_cache, "uncompiled_modules", lambda: ["search.tree", "go.board"])
+    assert numba_cache.compile_notice() is True
+    err = capsys.readouterr().err
+    assert "compiling 2 module(s)" in err and "search.tree, go.board" in err and "once" in err
+    monkeypatch.setattr(numba_cache, "uncompiled_modules", lambda: [])
+    assert numba_cache.compile_notice() is False
+    assert capsys.readouterr().err == ""
