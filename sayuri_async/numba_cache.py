@@ -59,7 +59,11 @@ def refresh() -> bool:
 
 
 def uncompiled_modules() -> list[str]:
-    """Modules with compiled code (``@njit``) and no cached machine code yet."""
+    """Modules with compiled code (``@njit``) and no cached machine code yet
+    (none known when the package folder is read-only: numba then caches
+    elsewhere, out of sight)."""
+    if not os.access(PACKAGE, os.W_OK):
+        return []
     missing = []
     for p in _sources():
         if p.name == "numba_cache.py":

@@ -128,14 +128,16 @@ def at_least(option: str, value: int | float | None, low: int | float) -> None:
 
 
 def input_file(path: str | os.PathLike, option: str, what: str = "file") -> Path:
-    """``path`` as a readable regular file, else UserError naming ``option``."""
+    """``path`` as a readable regular file, else UserError naming ``option``
+    (``""`` for a positional argument: the path alone)."""
     p = Path(path)
+    where = f"{option} {p}" if option else str(p)
     if not p.exists():
-        raise UserError(f"{option} {p}: no such {what}")
+        raise UserError(f"{where}: no such {what}")
     if not p.is_file():
-        raise UserError(f"{option} {p}: not a {what} (a folder or a device)")
+        raise UserError(f"{where}: not a {what} (a folder or a device)")
     if not os.access(p, os.R_OK):
-        raise UserError(f"{option} {p}: cannot be read (permission denied)")
+        raise UserError(f"{where}: cannot be read (permission denied)")
     return p
 
 

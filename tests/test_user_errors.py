@@ -66,6 +66,7 @@ CASES = [
     ("train --config configs/train-9x9.toml --data {empty} --device cuda:7", ["--device cuda:7"]),
     ("train --config configs/train-9x9.toml --data {empty} --device tpu", ["device", "auto, cpu, cuda"]),
     ("train --config configs/train-9x9.toml --data {empty} --init {missing}", ["--init", "no such weights file"]),
+    ("train --config configs/train-9x9.toml --data {empty} --init {garbage} --out {dir}/t3", ["--init", "garbage"]),
     ("train --config configs/train-9x9.toml --data {empty} --out {afile}", ["--out", "not a folder"]),
     ("train --config configs/train-9x9.toml --steps -1", ["--steps"]),
     ("train --config configs/train-9x9.toml --workers -1", ["workers"]),

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..net.weights import WeightsError
     from .weights import import_sayuri, save_imported
 
-    input_file(args.file, "import-weights", "Sayuri weights file")
+    input_file(args.file, "", "Sayuri weights file")
     out = Path(args.out)
     if out.is_dir():
         raise UserError(f"-o {out}: a folder; give the file to write (e.g. {out / 'net.safetensors'})")
@@ -89,7 +89,7 @@ def data_main(argv: list[str] | None = None) -> int:
     from .data import convert
 
     for f in args.files:
-        input_file(f, "import-data", "Sayuri data file")
+        input_file(f, "", "Sayuri data file")
     if args.generation < 0:
         raise UserError(f"--generation {args.generation}: must be 0 or more")
     output_folder(args.out, "-o")

@@ -67,6 +67,10 @@ class NoTrainingData(UserError, TrainError):
     """No chunk under [data] dir can be trained on (none, or all of other board sizes or encoders)."""
 
 
+class BadInitWeights(UserError, TrainError):
+    """The weights to start from (``--init``) cannot be loaded."""
+
+
 class RunFolderInUse(UserError, TrainError):
     """A fresh start into a folder that holds an earlier run; the message
     names the folder and how to go on."""
@@ -287,7 +291,7 @@ class Trainer:
             try:
                 net, _ = load_weights(init)
             except WeightsError as e:
-                raise TrainError(str(e)) from None
+                raise BadInitWeights(f"--init {e}") from None
             self.say(f"starting from {init} ({net.config.short_name}); [model] is not used")
             net.train()
             return net, net.config
