@@ -71,6 +71,10 @@ class BadInitWeights(UserError, TrainError):
     """The weights to start from (``--init``) cannot be loaded."""
 
 
+class NothingToResume(UserError, TrainError):
+    """``--resume`` on a run folder without a readable checkpoint."""
+
+
 class RunFolderInUse(UserError, TrainError):
     """A fresh start into a folder that holds an earlier run; the message
     names the folder and how to go on."""
@@ -339,7 +343,7 @@ class Trainer:
                                  f"aside: {e}") from None
         path = broadcast(None if found is None else str(found[0]), self.info)
         if path is None:
-            raise TrainError(f"--resume: no checkpoint in {ckpt.checkpoint_dir(self.out)} (unreadable ones "
+            raise NothingToResume(f"--resume: no checkpoint in {ckpt.checkpoint_dir(self.out)} (unreadable ones "
                              f"are renamed *{ckpt.UNREADABLE_SUFFIX})")
         if found is not None:
             state = found[1]
