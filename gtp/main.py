@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from sayuri_async.configfile import recheck
+from sayuri_async.usererror import UserError, check_device, input_file, one_line
 
 from .commands import Dispatcher, log
 from .config import ConfigError, GtpConfig, load_config
@@ -236,15 +237,19 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     if not isinstance(sys.stderr, SafeStderr):
         sys.stderr = SafeStderr(sys.stderr)
+    cfg: GtpConfig | None = None
     try:
         cfg = _configure(args)
-    except ConfigError as e:
-        log(str(e))
-        return 2
-    try:
+        if cfg.net.weights:
+            input_file(cfg.net.weights, "--weights" if args.weights else "[net] weights", "weights file")
+        check_device(cfg.net.device, "--device" if args.device else "[net] device", allow=(r"model(:\d+)?",))
         backend = make_engine_backend(cfg)
-    except Exception as e:  # a missing or broken weights file
-        log(f"cannot load the network {cfg.net.weights!r}: {type(e).__name__}: {e}")
+    except (ConfigError, UserError) as e:  # a bad option, config, weights file or device
+        print(f"sayuri-async gtp: {one_line(e)}", file=sys.stderr, flush=True)
+        return 2
+    except Exception as e:  # a weights file that loads but cannot be used (planes, shapes)
+        weights = cfg.net.weights if cfg is not None else args.weights
+        print(f"sayuri-async gtp: cannot use the network {weights!r}: {one_line(e)}", file=sys.stderr, flush=True)
         return 2
     if cfg.net.weights:
         log(f"network {cfg.net.weights} ({backend.name}) on {cfg.net.device}")

@@ -1,12 +1,20 @@
 """The ``sayuri-async`` command: one entry point, one subcommand per job.
 
 Each subcommand lives in the module that owns the job and exposes
-``main(argv) -> int``; this file only dispatches, so importing it is cheap.
+``main(argv) -> int``; this file dispatches, so importing it is cheap, and
+answers every error a user can cause in one place (``usererror``): one line
+``sayuri-async <command>: <message>``, exit status 2 for a mistake, 1 for a
+failure during a run, 130 for an interrupt, never a traceback.
 """
 from __future__ import annotations
 
 import importlib
 import sys
+from importlib.metadata import PackageNotFoundError, version
+
+from .usererror import report
+
+COMPILING = ("selfplay", "gtp", "loop", "match", "tune")  # commands whose first start may compile
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "selfplay": ("sayuri_async.selfplay.cli", "self-play games with the live TUI, writing training data and SGF"),
@@ -15,7 +23,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "loop": ("sayuri_async.loop", "the RL loop: self-play, train, export, repeat"),
     "match": ("sayuri_async.match", "play networks or GTP engines against each other"),
     "tune": ("sayuri_async.selfplay.tune", "measure evals/s over a grid of batch settings"),
-    "bench": ("sayuri_async.bench", "print the engine's performance figures"),
     "import-weights": ("sayuri_async.sayuri.cli", "convert a Sayuri weights file to ours"),
     "import-data": ("sayuri_async.sayuri.data", "convert Sayuri training data to our chunks"),
     "export": ("sayuri_async.sayuri.export", "write a (trained) Sayuri network as a Sayuri weights file"),
@@ -28,8 +35,16 @@ def _usage() -> str:
     for name, (_, text) in SUBCOMMANDS.items():
         lines.append(f"  {name:<15} {text}")
     lines.append("")
-    lines.append("run `sayuri-async <command> --help` for a command's options")
+    lines.append("run `sayuri-async <command> --help` for a command's options; "
+                 "`sayuri-async --version` for the version")
     return "\n".join(lines)
+
+
+def package_version() -> str:
+    try:
+        return version("sayuri-async")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,11 +52,18 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0
+    if argv[0] in ("-V", "--version", "version"):
+        print(f"sayuri-async {package_version()}")
+        return 0
     name, rest = argv[0], argv[1:]
     if name not in SUBCOMMANDS:
         print(f"sayuri-async: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     module_name = SUBCOMMANDS[name][0]
+    if name in COMPILING and not any(a in ("-h", "--help") for a in rest):
+        from .numba_cache import compile_notice
+
+        compile_notice()
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
@@ -49,7 +71,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sayuri-async: command {name!r} is not available in this version", file=sys.stderr)
             return 2
         raise
-    return int(module.main(rest) or 0)
+    try:
+        return int(module.main(rest) or 0)
+    except (Exception, KeyboardInterrupt) as e:
+        status = report(name, e)
+        if status is None:  # a bug: keep its traceback
+            raise
+        return status
 
 
 if __name__ == "__main__":

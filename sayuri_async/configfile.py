@@ -58,14 +58,16 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from .usererror import UserError
+
 T = TypeVar("T")
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, UserError):
     """A configuration file or value that cannot be used."""
 
 
-class Bad(ValueError):
+class Bad(ValueError, UserError):
     """One key's problem, raised by range checks; ``fill`` adds the file and table."""
 
     def __init__(self, key: str, message: str) -> None:
@@ -126,6 +128,8 @@ def read_toml(path: str | Path) -> dict:
         raise ConfigError(f"{p}: cannot read: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {e.start}: {e.reason})") from None
 
 
 def where(source: str, section: str | None) -> str:

@@ -43,15 +43,14 @@ import json
 import shutil
 import sys
 import time
-import zipfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-
-import numpy as np
 
 from .configfile import Bad, ConfigError, at_least, check_tables, fill, read_toml, within
 from .fileio import atomic_path, clean_stale_temps
 from .killpoint import kill_point
+from .console import console as wide_console
+from .usererror import answered, check_device, output_folder
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
 PHASES = ("selfplay", "train", "eval")
@@ -132,14 +131,15 @@ class Workspace:
 
     def games_in_generation(self, gen: int) -> tuple[int, int]:
         """(games, positions) already in whole chunks of generation ``gen``."""
+        from .train.dataset import ChunkError, peek_chunk
+
         games = positions = 0
         for path in (self.root / "data").glob(f"chunk-{gen:06d}-*.npz"):
             try:
-                with np.load(path, allow_pickle=False) as z:
-                    meta = json.loads(str(z["meta"]))
-                    positions += int(z["action"].shape[0])
+                count, meta = peek_chunk(path)  # sizes checked, nothing decompressed
                 games += int(meta["games"])
-            except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                positions += count
+            except (ChunkError, OSError, ValueError, KeyError, TypeError):
                 continue  # a damaged chunk is the trainer's to skip, not a game to count
         return games, positions
 
@@ -289,6 +289,11 @@ class Loop:
         for stale in self.ws.clean_stale():
             self.say(f"removed {stale}, the temporary file of a killed write")
         self.say(f"workspace {self.ws.root}: generation {st.generation}, phase {st.phase}, best {st.best}")
+        if self.ws.stop_requested():
+            stop = self.ws.root / "STOP"
+            self.say(f"{stop} is there (left from an earlier stop?): stopping before any work; "
+                     f"delete it to run the loop: rm {stop}")
+            return 0
         while self.cfg.generations == 0 or st.generation <= self.cfg.generations:
             if self._stopping():
                 self.say("stop requested: leaving after the last finished step")
@@ -331,7 +336,6 @@ class Loop:
         return 0
 
     def write_summary(self, st: LoopState) -> None:
-        from rich.console import Console
         from rich.table import Table
 
         cols = ["generation", "games", "positions", "steps", "loss_policy", "loss_wdl", "match", "promoted"]
@@ -347,7 +351,7 @@ class Loop:
                    match, str(s.get("promoted", ""))]
             t.add_row(*row)
             rows.append(dict(zip(cols, row)))
-        Console().print(t)
+        wide_console().print(t)
         with atomic_path(self.ws.root / "logs" / "generations.csv") as tmp:
             with open(tmp, "w", newline="") as f:
                 w = csv.DictWriter(f, fieldnames=cols)
@@ -355,6 +359,7 @@ class Loop:
                 w.writerows(rows)
 
 
+@answered("loop")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="sayuri-async loop", description="The RL loop: self-play, train, evaluate.")
     p.add_argument("--config", required=True, help="loop TOML (e.g. configs/loop-9x9.toml)")
@@ -362,11 +367,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--generations", type=int, help="override [loop] generations")
     p.add_argument("--tui", action="store_true", help="live view during self-play (plain lines otherwise)")
     args = p.parse_args(argv)
+    output_folder(args.workspace, "--workspace")
     try:
         loop = Loop(args.config, args.workspace, use_tui=args.tui)
     except ConfigError as e:
         print(f"sayuri-async loop: {e}", file=sys.stderr)
         return 2
+    check_device(loop.cfg.device, f"{args.config}: [loop] device")
+    check_device(loop.sp_cfg.device, f"{args.config}: [selfplay] device", allow=(r"model(:\d+)?",))
+    if loop.train_cfg.run.device != "auto":
+        check_device(loop.train_cfg.run.device, f"{args.config}: [run] device")
     if args.generations is not None:
         try:
             loop.cfg = replace(loop.cfg, generations=args.generations)

@@ -29,9 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .go.board import MAX_N, MIN_N
 from .go.game import Game
 from .go.sgf import SgfInfo, save_sgf_file
+from .gtpclient import probe_engine
 from .referee import GtpPlayer, Player, referee_game
+from .console import console as wide_console
+from .usererror import UserError, answered, at_least, check_device, output_folder
 
 __all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "make_player", "main",
            "print_result", "ratings", "run_match"]
@@ -185,12 +189,14 @@ class NetPlayer(Player):
 
 def make_player(spec: str, args) -> Player:
     if spec.startswith("gtp:") or " " in spec.strip():
+        probe_engine(spec[4:] if spec.startswith("gtp:") else spec)
         return GtpPlayer(spec)
     from .net.backends import make_backend
 
     weights = None if spec == "random" else spec
     if weights is not None and not Path(weights).is_file():
-        raise SystemExit(f"sayuri-async match: {spec!r} is neither a weights file, 'random', nor a GTP command")
+        raise UserError(f"player {spec!r}: neither a weights file, 'random', nor a GTP command line "
+                        f"(a quoted command with its options, or gtp:COMMAND)")
     backend = make_backend(weights, device=args.device, max_batch=args.batch_size)
     name = "random" if weights is None else Path(weights).stem
     return NetPlayer(name, backend, args.playouts, args.gumbel, args.resign, args.batch_size,
@@ -236,10 +242,9 @@ async def run_match(a: Player, b: Player, games: int, size: int, komi: float, co
 
 
 def print_result(res: MatchResult, console=None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or wide_console()
     lo, hi = res.wilson()
     elo, err = res.elo()
     t = Table(title=f"{res.a} vs {res.b}")
@@ -270,20 +275,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_arguments(args) -> None:
+    """UserError naming the first option out of range (see ``usererror``)."""
+    for option, value, low in (("--games", args.games, 1), ("--playouts", args.playouts, 1),
+                               ("--concurrency", args.concurrency, 1), ("--batch-size", args.batch_size, 1),
+                               ("--opening-moves", args.opening_moves, 0)):
+        at_least(option, value, low)
+    if not MIN_N <= args.board <= MAX_N:
+        raise UserError(f"--board {args.board}: board sizes are {MIN_N}..{MAX_N}")
+    if not math.isfinite(args.komi) or abs(args.komi) > args.board * args.board:
+        raise UserError(f"--komi {args.komi:g}: must be a number within the board's area")
+    if not 0.0 <= args.resign < 1.0:
+        raise UserError(f"--resign {args.resign:g}: a winrate in [0, 1)")
+    check_device(args.device)
+
+
+@answered("match")
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if len(args.players) < 2:
         print("sayuri-async match: give at least two players", file=sys.stderr)
         return 2
+    check_arguments(args)
     players = [make_player(s, args) for s in args.players]
     names = [p.name for p in players]
     if len(set(names)) != len(names):  # the same name twice: number them
         for i, p in enumerate(players):
             p.name = f"{p.name}#{i + 1}"
         names = [p.name for p in players]
-    sgf_dir = Path(args.sgf) if args.sgf else None
-    if sgf_dir is not None:
-        sgf_dir.mkdir(parents=True, exist_ok=True)
+    sgf_dir = output_folder(args.sgf, "--sgf") if args.sgf else None
 
     def progress(k: int, res: MatchResult) -> None:
         print(f"  {res.a} vs {res.b}: game {res.games}/{args.games}  {res.wins}-{res.losses}-{res.draws}",
@@ -301,7 +321,6 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         print_result(r)
     if len(players) > 2:
-        from rich.console import Console
         from rich.table import Table
 
         rt = ratings(names, results)
@@ -310,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         t.add_column("Elo", justify="right")
         for name, elo in sorted(rt.items(), key=lambda kv: -kv[1]):
             t.add_row(name, f"{elo:+.0f}")
-        Console().print(t)
+        wide_console().print(t)
     return 0
 
 

@@ -93,9 +93,11 @@ class GtpPlayer(Player):
         try:
             return await asyncio.to_thread(self.proc.send, cmd, self.timeout)
         except GtpFailure as e:
-            raise RuntimeError(f"GTP engine {self.name!r} refused {cmd!r}: {e}") from None
-        except EOFError:
-            raise RuntimeError(f"GTP engine {self.name!r} closed its output after {cmd!r}") from None
+            raise GtpFailure(f"GTP engine {self.name!r} refused {cmd!r}: {e}") from None
+        except EOFError as e:
+            raise GtpFailure(f"GTP engine {self.name!r} ended after {cmd!r}: {e}") from None
+        except TimeoutError as e:
+            raise GtpFailure(f"GTP engine {self.name!r} did not answer {cmd!r}: {e}") from None
 
     async def start(self, size: int, komi: float) -> None:
         if self.proc is None:

@@ -74,5 +74,5 @@ def test_missing_weights_file_is_reported(tmp_path):
     r = subprocess.run([sys.executable, "-m", "gtp", "--weights", str(tmp_path / "nope.safetensors")],
                        input=b"name\n", capture_output=True, timeout=60)
     assert r.returncode == 2
-    assert b"cannot load the network" in r.stderr
+    assert b"--weights" in r.stderr and b"nope.safetensors: no such weights file" in r.stderr
     assert r.stdout == b""

@@ -3,6 +3,8 @@ independent numpy forward pass of the unfolded weights; our-format round
 trip; malformed files rejected with the promised messages; the CLI."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -231,11 +233,14 @@ def test_cli_import_weights(tmp_path, capsys):
     write_sayuri(src, cfg, layers_for(cfg, np.random.default_rng(5)))
     out = tmp_path / "out" / "net.safetensors"
     assert cli.main([str(src), "-o", str(out), "--check"]) == 0
-    assert "version 3" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "version 3" in printed
+    assert re.search(r"top policy [A-HJ-T]\d{1,2} 0\.\d{3}, [A-HJ-T]\d{1,2} 0\.\d{3}, [A-HJ-T]\d{1,2} 0\.\d{3}$",
+                     printed.splitlines()[1]), printed  # vertices, not action indices
     net, meta = load_any_weights(out)
     assert meta["name"] == "net" and len(net.config.blocks) == 2
     bad = _write(tmp_path, **{"Version_4": "Version 9"})
-    assert cli.main([bad, "-o", str(tmp_path / "x")]) == 1
+    assert cli.main([bad, "-o", str(tmp_path / "x")]) == 2  # a rejected input file (usererror)
     assert "version 9" in capsys.readouterr().err
 
 

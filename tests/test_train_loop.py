@@ -163,9 +163,13 @@ def test_cli_errors(tmp_path, capsys):
     assert "bad.toml: [optim] batch: unknown key" in capsys.readouterr().err
     good = tmp_path / "good.toml"
     good.write_text(f'[data]\ndir = "{tmp_path / "empty"}"\nworkers = 0\n[run]\ndevice = "cpu"\n')
-    assert train_main(["--config", str(good), "--out", str(tmp_path / "o"), "--steps", "1"]) == 1
+    assert train_main(["--config", str(good), "--out", str(tmp_path / "o"), "--steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "[data] dir" in err and "no such folder" in err  # a usage error (usererror)
+    (tmp_path / "empty").mkdir()
+    assert train_main(["--config", str(good), "--out", str(tmp_path / "o"), "--steps", "1"]) == 2
     assert "no training chunks" in capsys.readouterr().err
-    assert train_main(["--config", str(good), "--out", str(tmp_path / "o"), "--resume"]) == 1
+    assert train_main(["--config", str(good), "--out", str(tmp_path / "o"), "--resume"]) == 2
     assert "no checkpoint" in capsys.readouterr().err
 
 

@@ -216,3 +216,16 @@ def test_png_is_skipped_without_matplotlib(tmp_path, monkeypatch):
     res = measure_with(FakeEngines(), Point(64, 32, 1))
     msg = draw_png([res], tmp_path / "t.png")
     assert "matplotlib is not installed" in msg and "skipped" in msg and not (tmp_path / "t.png").exists()
+
+
+def test_a_second_run_keeps_the_first_runs_csv(tmp_path, capsys):
+    fake = FakeEngines()
+    args = ["--batch", "16", "--games", "2x", "--warmup", "3", "--window", "1", "--out", str(tmp_path)]
+    assert main(args, measure=lambda p, s: measure_with(fake, p, s)) == 0
+    first = (tmp_path / "tune.csv").read_text()
+    capsys.readouterr()
+    assert main(args, measure=lambda p, s: measure_with(fake, p, s)) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich may wrap the long line
+    assert (tmp_path / "tune.csv").read_text() == first
+    assert (tmp_path / "tune-2.csv").is_file()
+    assert f"table written to {tmp_path / 'tune-2.csv'} ({tmp_path / 'tune.csv'} holds an earlier run's, kept)" in out

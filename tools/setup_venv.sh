@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Create the virtual environment and install sayuri-async with its test extra.
+# Create the virtual environment, install sayuri-async with its test and plot
+# extras, and compile the numba code ahead of time (sayuri_async.precompile),
+# so the first start of any command loads compiled code instead of compiling.
 # Without an NVIDIA GPU, torch is pinned to the CPU build first (on the project's
 # machines `pip install torch==2.13.0` takes it from local disk in seconds; an
 # unpinned torch would pull a multi-gigabyte CUDA build). With a GPU, pip picks
@@ -16,4 +18,5 @@ if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
     "$VENV/bin/python" -m pip install -q "torch==${SAYURI_TORCH_CPU_VERSION:-2.13.0}"
   fi
 fi
-"$VENV/bin/python" -m pip install -q -e ".[test]"
+"$VENV/bin/python" -m pip install -q -e ".[test,plot]"
+"$VENV/bin/python" -m sayuri_async.precompile

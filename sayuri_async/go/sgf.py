@@ -15,6 +15,11 @@ SgfError    a malformed or unsupported record (bad syntax, board size outside
             7..19 or not square, an illegal move, set-up on an occupied point,
             a set-up group without liberties...). Its message names the file,
             when there is one, and the problem.
+limits      what a record can make us hold: at most ``MAX_SGF_BYTES`` (2 MiB),
+            at most ``MAX_SGF_NODES`` nodes counted as ``;`` before parsing
+            (sgfmill keeps about 1 KB a node), at most ``MAX_SGF_MOVES`` moves
+            in the main line (each costs a board record of about 14 KB in the
+            Game); larger records are an SgfError naming the limit.
 
 Coordinates: sgfmill's ``(row, col)`` has row 0 at the bottom, like GTP, so
 ``action = row * N + col`` (see ``go/board.py``). Passes are written ``tt``
@@ -39,12 +44,16 @@ from . import board as B
 from .coords import action_to_vertex
 from ..fileio import write_text_atomic  # noqa: F401  (re-exported for callers of this module)
 from .game import Game, IllegalMove, Rules
+from ..usererror import UserError
 
 MIN_SGF_SIZE, MAX_SGF_SIZE = 7, 19
+MAX_SGF_BYTES = 2 << 20
+MAX_SGF_NODES = 20_000
+MAX_SGF_MOVES = 2_500
 _TERRITORY_RULES = ("japanese", "korean")
 
 
-class SgfError(ValueError):
+class SgfError(ValueError, UserError):
     """A malformed or unsupported SGF record; the message says where and why."""
 
 
@@ -177,7 +186,8 @@ def load_sgf(
 def load_sgf_file(path: str | os.PathLike, *, default_komi: float = 7.5) -> tuple[Game, SgfInfo]:
     """Read an SGF file; errors (also unreadable files) are SgfError naming it."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            data = f.read(MAX_SGF_BYTES + 1)
     except OSError as e:
         raise SgfError(f"{path}: cannot read: {e.strerror or e}") from e
     return load_sgf(data, source=str(path), default_komi=default_komi)
@@ -185,6 +195,10 @@ def load_sgf_file(path: str | os.PathLike, *, default_komi: float = 7.5) -> tupl
 
 def _load(data: str | bytes, default_komi: float) -> tuple[Game, SgfInfo]:
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if len(raw) > MAX_SGF_BYTES:
+        raise SgfError(f"larger than the limit of {MAX_SGF_BYTES:,} bytes for one record")
+    if raw.count(b";") > MAX_SGF_NODES:
+        raise SgfError(f"more than the limit of {MAX_SGF_NODES:,} nodes")
     try:
         coarse = sgf_grammar.parse_sgf_game(raw)
     except ValueError as e:
@@ -236,7 +250,10 @@ def _load(data: str | bytes, default_komi: float) -> tuple[Game, SgfInfo]:
     elif to_move is not None:
         game.rec["to_move"] = to_move
 
-    for k, node in enumerate(sg.get_main_sequence()):
+    main_line = sg.get_main_sequence()
+    if len(main_line) > MAX_SGF_MOVES + 1:
+        raise SgfError(f"{len(main_line) - 1:,} nodes in the main line, over the limit of {MAX_SGF_MOVES:,} moves")
+    for k, node in enumerate(main_line):
         if k > 0 and node.has_setup_stones():
             raise SgfError(f"node {k}: set-up stones (AB/AW/AE) after the root node are unsupported")
         comment = _text(node, "C")

@@ -49,13 +49,14 @@ import numpy as np
 
 from ..features import DEFAULT_ENCODER
 from .backends import Backend, NetOutput, RandomBackend, default_buckets, pad_to_bucket
+from ..usererror import UserError
 
 TABLES = Path(__file__).resolve().parent / "device_tables"
 DEFAULT_TABLE = TABLES / "h200.json"
 DEFAULT_MODE = "bf16graph"
 
 
-class DeviceModelError(ValueError):
+class DeviceModelError(ValueError, UserError):
     """A table that cannot be read, or a net or mode it does not have."""
 
 

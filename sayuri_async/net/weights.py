@@ -30,12 +30,13 @@ import torch
 from ..features import ENCODERS
 from ..fileio import atomic_path
 from .model import Net, NetConfig
+from ..usererror import UserError
 
 FORMAT = "sayuri-async-weights"
 FORMAT_VERSION = 1
 
 
-class WeightsError(ValueError):
+class WeightsError(ValueError, UserError):
     """An unreadable, foreign, truncated or inconsistent weights file."""
 
 

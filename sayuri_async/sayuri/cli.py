@@ -9,13 +9,17 @@ import-weights  ``sayuri-async import-weights FILE -o OUT``: read a Sayuri
 import-data     ``sayuri-async import-data FILE... -o DIR`` (``data_main``):
                 convert Sayuri's training data (gzip text, record version 2)
                 into our chunks under ``DIR`` for ``sayuri-async train``.
-Exit codes: 0 done, 1 the input was rejected (the message says why), 2 usage.
+Exit codes (``usererror``): 0 done; 2 a missing or rejected input file, an
+output that cannot be written, a bad option (the message says which); 1 a
+failure while writing.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+
+from ..usererror import UserError, answered, input_file, output_folder
 
 
 def _weights_parser() -> argparse.ArgumentParser:
@@ -28,16 +32,22 @@ def _weights_parser() -> argparse.ArgumentParser:
     return p
 
 
+@answered("import-weights")
 def main(argv: list[str] | None = None) -> int:
     args = _weights_parser().parse_args(argv)
     from ..net.weights import WeightsError
     from .weights import import_sayuri, save_imported
 
+    input_file(args.file, "", "Sayuri weights file")
+    out = Path(args.out)
+    if out.is_dir():
+        raise UserError(f"-o {out}: a folder; give the file to write (e.g. {out / 'net.safetensors'})")
+    output_folder(out.parent, "-o")
     try:
         net, meta = import_sayuri(args.file)
     except WeightsError as e:
-        print(f"import-weights: {e}", file=sys.stderr)
-        return 1
+        print(f"sayuri-async import-weights: {e}", file=sys.stderr)
+        return 2
     if args.name:
         meta["name"] = args.name
     cfg = net.config
@@ -50,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from .encoder import ENCODER
         from ..go.board import new_board
+        from ..go.coords import action_to_vertex
 
         x = torch.from_numpy(ENCODER(new_board(19))).float()[None]
         with torch.no_grad():
@@ -57,17 +68,17 @@ def main(argv: list[str] | None = None) -> int:
         wdl = torch.softmax(out["wdl"], 1)[0].tolist()
         top = torch.softmax(out["policy"], 1)[0].topk(3)
         print(f"empty 19x19, black to move: wdl {[round(v, 3) for v in wdl]}, score {float(out['score'][0]):.2f}, "
-              f"top policy {[(int(i), round(float(v), 3)) for v, i in zip(top.values, top.indices)]}")
+              f"top policy {', '.join(f'{action_to_vertex(int(i), 19)} {float(v):.3f}' for v, i in zip(top.values, top.indices))}")
     try:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         save_imported(args.out, net, meta)
     except OSError as e:
-        print(f"import-weights: cannot write {args.out}: {e}", file=sys.stderr)
+        print(f"sayuri-async import-weights: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
         return 1
     print(f"wrote {args.out}")
     return 0
 
 
+@answered("import-data")
 def data_main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="sayuri-async import-data",
                                 description="Convert Sayuri training data (record version 2) into our chunks.")
@@ -84,21 +95,24 @@ def data_main(argv: list[str] | None = None) -> int:
 
     size = DEFAULT_CHUNK_POSITIONS if args.chunk_positions is None else args.chunk_positions
     if size < 1:
-        print(f"import-data: --chunk-positions {size}: must be at least 1", file=sys.stderr)
-        return 2
+        raise UserError(f"--chunk-positions {size}: must be at least 1")
     if args.jobs < 1:
-        print(f"import-data: --jobs {args.jobs}: must be at least 1", file=sys.stderr)
-        return 2
+        raise UserError(f"--jobs {args.jobs}: must be at least 1")
+    for f in args.files:
+        input_file(f, "", "Sayuri data file")
+    if args.generation < 0:
+        raise UserError(f"--generation {args.generation}: must be 0 or more")
+    output_folder(args.out, "-o")
     try:
         result = convert(args.files, args.out, args.generation, chunk_positions=size, jobs=args.jobs)
     except OSError as e:
-        print(f"import-data: cannot write to {args.out}: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"sayuri-async import-data: cannot write to {args.out}: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     for w in result.warnings:
-        print(f"import-data: {w}", file=sys.stderr)
+        print(f"sayuri-async import-data: {w}", file=sys.stderr)
     print(f"wrote {len(result.written)} chunk(s), {result.positions} positions from {result.files} file(s) "
           f"to {args.out}")
-    return 0 if result.written or not result.warnings else 1
+    return 0 if result.written or not result.warnings else 2  # every file rejected: the inputs were not Sayuri data
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ import numpy as np
 
 from ..fileio import NameTaken, atomic_path, run_stamp
 from .encoder import MISC_PLANES, NAME, P_KOMI, P_NEG_KOMI, P_ONES, P_RULE, PLANES, komi_count
+from ..usererror import UserError
 
 RECORD_LINES = 53
 RECORD_VERSION = 2
@@ -72,7 +73,7 @@ _OWN = np.full(256, 127, np.int8)
 _OWN[ord("0")], _OWN[ord("1")], _OWN[ord("2")], _OWN[ord("3")] = 0, 1, 0, -1
 
 
-class SayuriDataError(ValueError):
+class SayuriDataError(ValueError, UserError):
     """A Sayuri data file that cannot be read; the message names the file and record."""
 
 

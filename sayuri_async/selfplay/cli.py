@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..configfile import ConfigError
+from ..usererror import answered, check_device, input_file, output_folder
 from .config import add_device_model_options, device_model_overrides, load_selfplay_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "selfplay-9x9.toml"
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@answered("selfplay")
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
@@ -49,9 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"sayuri-async selfplay: {e}", file=sys.stderr)
         return 2
-    if cfg.weights and not Path(cfg.weights).is_file():
-        print(f"sayuri-async selfplay: weights file {cfg.weights} does not exist", file=sys.stderr)
-        return 2
+
+    def named(key: str, given: object) -> str:  # the option, or the file's key it came from
+        return f"--{key}" if given is not None or config is None else f"{config}: [selfplay] {key}"
+
+    if cfg.weights:
+        input_file(cfg.weights, named("weights", args.weights), "weights file")
+    check_device(cfg.device, named("device", args.device), allow=(r"model(:\d+)?",))
+    output_folder(cfg.out, named("out", args.out))
     from .report import PlainReporter
     from .runner import SelfplayError, run_selfplay
 
@@ -66,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     if reporter is None:
         devices = len([d for d in cfg.device.split(",") if d.strip()]) or 1
         reporter = PlainReporter(devices=devices, leaves_per_await=cfg.search.leaves_per_await)
-        net = cfg.weights or "random network (no weights)"
+        net = cfg.weights or ("random network (no weights: no device work)" if not cfg.device.startswith("model")
+                              else f"device model {cfg.device_model}")
         print(f"self-play: {net} on {cfg.device}, boards {cfg.board_sizes}, {cfg.parallel_games} games x "
               f"{cfg.procs} proc(s), batch {cfg.batch_size}, playouts {cfg.playouts}, out {cfg.out}", flush=True)
     try:
@@ -74,11 +82,4 @@ def main(argv: list[str] | None = None) -> int:
     except SelfplayError as e:  # a failure during the run (a full disk, a crashed engine)
         print(f"sayuri-async selfplay: {e}", file=sys.stderr)
         return 1
-    except Exception as e:  # a weights or device problem: say it plainly
-        from ..net.weights import WeightsError
-
-        if isinstance(e, WeightsError):
-            print(f"sayuri-async selfplay: {e}", file=sys.stderr)
-            return 2
-        raise
     return 0

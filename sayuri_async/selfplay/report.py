@@ -239,7 +239,7 @@ def diagnose(r: dict, settings: dict) -> Verdict:
     if settings.get("paused"):
         return Verdict("paused", "paused: press p to resume")
     if not r or r.get("warming") or r.get("nnEvals/s", 0) <= 0:
-        return Verdict("warming up", "warming up: compiling and opening games; rates follow the first batches")
+        return Verdict("warming up", "warming up: loading compiled code and opening games; rates follow the first batches")
     dev = busy_label(settings)
     loop = r.get("loop_busy_max", r.get("loop_busy", 0.0))
     gpu = r.get("gpu_busy", 0.0)
@@ -349,7 +349,7 @@ def plain_line(agg: dict, r: dict, leaves_per_await: int = 1) -> str:
                 f"| {diagnose(r, s).text}")
     return (f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
             f"evals/s {r['nnEvals/s']:8.0f}{_eff(r)}  batch {r['avgBatchSize']:5.1f}/{s['batch_size']}  "
-            f"games {s['parallel_games']}  {busy_label(s).lower()} {r['gpu_busy']:4.0%}  "
+            f"parallel {s['parallel_games']}  {busy_label(s).lower()} {r['gpu_busy']:4.0%}  "
             f"loop {r.get('loop_busy_max', r['loop_busy']):4.0%} "
             f"{r.get('loop_us_per_request', 0.0):5.1f} us/request  "
             f"moves/s {r['moves/s']:6.1f}  | {diagnose(r, s).text}")

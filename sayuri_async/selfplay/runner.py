@@ -37,6 +37,7 @@ from typing import Callable
 from ..fileio import run_stamp
 from ..lifetime import die_with_parent, parent_alive, stop_on_signals
 from .config import SelfplayConfig
+from ..usererror import RunFailure
 
 STATUS_INTERVAL = 0.5
 STOP_GRACE_S = 60.0  # an engine whose parent died has this long to write its whole games
@@ -44,7 +45,7 @@ DEAD_SILENT_S = 2.0  # an engine gone this long without its last status failed
 OnSignal = Callable[[int], None]
 
 
-class SelfplayError(RuntimeError):
+class SelfplayError(RuntimeError, RunFailure):
     """Self-play failed; the one-line message names the process(es) and the error."""
 
 

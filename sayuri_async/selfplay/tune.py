@@ -45,6 +45,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..configfile import ConfigError
+from ..console import console as wide_console
+from ..usererror import UserError, answered, check_device, input_file, output_folder
 from ..infer.stats import add_efficiency, rates
 from .config import SelfplayConfig, add_device_model_options, device_model_overrides, load_selfplay_config
 from .report import busy_label, device_rates_of, diagnose, host_load
@@ -426,8 +428,38 @@ def recommendation_lines(best: Result | None, close: list[Result], dev: str = "G
 
 
 # ---- command line ------------------------------------------------------------
-def _ints(s: str) -> list[int]:
-    return [int(x) for x in s.split(",") if x.strip()]
+def _ints(s: str, option: str = "--batch") -> list[int]:
+    """Comma-separated whole numbers of at least 1; UserError naming ``option``."""
+    try:
+        values = [int(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"{option} {s!r}: whole numbers separated by commas") from None
+    if not values or min(values) < 1:
+        raise UserError(f"{option} {s!r}: each value must be at least 1")
+    return values
+
+
+def _games(s: str) -> list[str]:
+    """``--games`` tokens: whole numbers of at least 1, or ``Nx`` with N > 0."""
+    tokens = [g.strip() for g in s.split(",") if g.strip()]
+    for g in tokens:
+        try:
+            ok = float(g[:-1]) > 0 if g.endswith("x") else int(g) >= 1
+        except ValueError:
+            ok = False
+        if not ok:
+            raise UserError(f"--games {g!r}: a number of games (at least 1) or Nx (N batches in flight, N > 0)")
+    if not tokens:
+        raise UserError("--games: give at least one value")
+    return tokens
+
+
+def free_name(folder: Path, stem: str, suffix: str) -> Path:
+    """``folder/stem.suffix``, or ``stem-2``, ``stem-3`` ... when taken: never over an earlier run's file."""
+    path, k = folder / f"{stem}{suffix}", 2
+    while path.exists():
+        path, k = folder / f"{stem}-{k}{suffix}", k + 1
+    return path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -449,27 +481,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-windows", type=int, default=4, help="windows that must agree (default 4)")
     p.add_argument("--max-windows", type=int, default=12, help="give up on stability after this many (default 12)")
     p.add_argument("--cv", type=float, default=0.05, help="stability: stdev/mean of the last windows (default 0.05)")
-    p.add_argument("--out", default="runs/tune", help="folder for tune.csv and tune.png (default runs/tune)")
+    p.add_argument("--out", default="runs/tune", help="folder for tune.csv and tune.png (default runs/tune; "
+                                                      "tune-2.csv ... when an earlier run's are there)")
     return p
 
 
+@answered("tune")
 def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int:
-    from rich.console import Console
 
     from .cli import DEFAULT_CONFIG
 
     args = build_parser().parse_args(argv)
-    console = Console() if sys.stdout.isatty() else Console(width=160)
+    console = wide_console()
     config = args.config or (str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None)
     try:
         base = load_selfplay_config(config, {"weights": args.weights, "device": args.device,
                                              "board_sizes": args.board_sizes, "playouts": args.playouts,
                                              **device_model_overrides(args)})
-        points = grid([g.strip() for g in args.games.split(",") if g.strip()], _ints(args.batch), _ints(args.procs),
+        points = grid(_games(args.games), _ints(args.batch, "--batch"), _ints(args.procs, "--procs"),
                       base.search.leaves_per_await)
     except (ConfigError, ValueError) as e:
         print(f"sayuri-async tune: {e}", file=sys.stderr)
         return 2
+    if base.weights:
+        input_file(base.weights, "--weights", "weights file")
+    check_device(base.device, "--device", allow=(r"model(:\d+)?",))
+    out = output_folder(args.out, "--out")
     if not points or args.min_windows < 2 or args.max_windows < args.min_windows or args.window <= 0:
         print("sayuri-async tune: need a non-empty grid, --min-windows >= 2, --max-windows >= --min-windows "
               "and --window > 0", file=sys.stderr)
@@ -514,10 +551,12 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
     results = run_sweep(points, measure, spec, on_result, on_start)
     best, close = recommend(results)
     console.print(results_table(results, best, dev))
-    out = Path(args.out)
-    write_csv(results, out / "tune.csv")
-    console.print(f"table written to {out / 'tune.csv'}", highlight=False)
-    console.print(draw_png(results, out / "tune.png", base.search.leaves_per_await, dev), highlight=False)
+    csv_path = free_name(out, "tune", ".csv")
+    write_csv(results, csv_path)
+    earlier = f" ({out / 'tune.csv'} holds an earlier run's, kept)" if csv_path.name != "tune.csv" else ""
+    console.print(f"table written to {csv_path}{earlier}", highlight=False)
+    console.print(draw_png(results, csv_path.with_suffix(".png"), base.search.leaves_per_await, dev),
+                  highlight=False)
     for line in recommendation_lines(best, close, dev):
         console.print(line, highlight=False)
     return 0 if best is not None else 1

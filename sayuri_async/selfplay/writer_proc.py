@@ -44,12 +44,13 @@ from typing import Any
 from ..lifetime import die_with_parent
 from .game import GameRecord
 from .writer import ChunkWriter
+from ..usererror import RunFailure
 
 QUEUE_GAMES = 256  # finished games waiting for the feeder before add() blocks (back-pressure)
 ORPHAN_GRACE_S = 60.0
 
 
-class WriterError(RuntimeError):
+class WriterError(RuntimeError, RunFailure):
     """The writer process failed; the message names the folder and the error."""
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 from sayuri_async.train.config import ConfigError, load_config, override
+from sayuri_async.usererror import UserError, answered, check_device, exit_status, input_file, output_folder
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,6 +60,7 @@ def _launch(nproc: int, argv: list[str]) -> int:
     return subprocess.call(cmd)
 
 
+@answered("train")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
@@ -83,19 +85,29 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"sayuri-async train: {e}", file=sys.stderr)
         return 2
-    from sayuri_async.train.trainer import RunFolderInUse, TrainError, train
+
+    def named(option: str, section: str, key: str, given: object) -> str:  # the option, or the file's key
+        return option if given is not None else f"{args.config}: [{section}] {key}"
+
+    if not os.path.isdir(cfg.data.dir):
+        raise UserError(f"{named('--data', 'data', 'dir', args.data)} {cfg.data.dir}: no such folder "
+                        f"(self-play writes its chunks under <out>/data)")
+    if args.init is not None:
+        input_file(args.init, "--init", "weights file")
+    if cfg.run.device != "auto":
+        check_device(cfg.run.device, named("--device", "run", "device", args.device))
+    if int(os.environ.get("RANK", "0")) == 0:
+        output_folder(cfg.run.out, named("--out", "run", "out", args.out))
+    from sayuri_async.train.trainer import TrainError, train
 
     resume: bool | str = True if args.resume else ("auto" if args.auto_resume else False)
     try:
         result = train(cfg, steps=args.steps, init=args.init, resume=resume,
                        refresh_window=args.refresh_window,
                        progress=False if args.no_progress else None)
-    except RunFolderInUse as e:  # a usage error: resume it or choose another folder
+    except TrainError as e:  # RunFolderInUse and NoTrainingData are usage errors (2), the rest failures (1)
         print(f"sayuri-async train: {e}", file=sys.stderr)
-        return 2
-    except TrainError as e:
-        print(f"sayuri-async train: {e}", file=sys.stderr)
-        return 1
+        return exit_status(e) or 1
     except OSError as e:  # a failing disk while writing checkpoints or exports
         print(f"sayuri-async train: {' '.join(str(e).split())}", file=sys.stderr)
         return 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -30,16 +31,21 @@ from sayuri_async.configfile import (Bad, ConfigError, at_least, check_tables, c
 __all__ = ["ConfigError", "TrainConfig", "load_config", "from_dict", "override"]
 
 
+def default_workers() -> int:
+    """Data-loader processes when the config does not say: the machine's cores, at most 4."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 @dataclass
 class DataConfig:
-    dir: str = "runs/9x9/data"
+    dir: str = "runs/selfplay-9x9/data"
     board_size: int = 9
     window_min_positions: int = 100_000
     window_max_positions: int = 2_000_000
     window_expand_per_position: float = 0.4
     window_taper_exponent: float = 0.65
     shuffle_buffer: int = 50_000
-    workers: int = 4
+    workers: int = field(default_factory=default_workers)  # the cores, at most 4
     prefetch_batches: int = 4
     symmetries: bool = True
 
@@ -139,7 +145,7 @@ class AverageConfig:
 
 @dataclass
 class RunConfig:
-    out: str = "runs/9x9/train"
+    out: str = "runs/train-9x9"
     name: str = "net"
     seed: int = 1
     device: str = "auto"

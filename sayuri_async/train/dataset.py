@@ -93,11 +93,47 @@ def _optional(n: int, m: int) -> dict[str, tuple[tuple[int, ...], str]]:
 OPTIONAL = tuple(_optional(2, 0))
 
 
+MAX_CHUNK_BYTES = 1 << 30  # a chunk's arrays, uncompressed: 50 games of 19x19 take about 150 MB
+
+
+def position_bytes_bound(n: int, c: int) -> int:
+    """At most what one position of an ``n``x``n`` chunk with ``c`` planes
+    can take uncompressed: every array at 8 bytes a value (the real dtypes
+    take less), the bit-packed planes as they are; the optional arrays
+    (``opp_policy`` another row of actions, the averages) included."""
+    return c * ((n * n + 7) // 8) + 8 * (2 * (n * n + 1) + n * n + 32)
+
+
+def check_chunk_sizes(z: zipfile.ZipFile, path: str | os.PathLike, positions: int, action_itemsize: int,
+                      meta: dict[str, Any]) -> None:
+    """ChunkError unless the sizes in the zip directory fit what the header
+    claims: the ``action`` array holds its ``positions``, and the arrays
+    together take at most ``position_bytes_bound`` a position (and
+    ``MAX_CHUNK_BYTES`` in all) uncompressed. Checked before anything is
+    decompressed, so a lying header or a zip bomb costs no memory."""
+    try:
+        n, c = int(meta["board_size"]), int(meta["planes"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ChunkError(f"{path}: meta lacks board_size/planes ({e})") from None
+    if not (2 <= n <= 25 and 1 <= c <= 4096):
+        raise ChunkError(f"{path}: meta claims board size {n} and {c} planes (2..25, 1..4096)")
+    held = z.getinfo("action.npy").file_size
+    if positions * action_itemsize > held:
+        raise ChunkError(f"{path}: header claims {positions:,} positions, its action array holds "
+                         f"{held:,} bytes")
+    total = sum(i.file_size for i in z.infolist())
+    bound = min(MAX_CHUNK_BYTES, positions * position_bytes_bound(n, c) + (1 << 20))
+    if total > bound:
+        raise ChunkError(f"{path}: {total:,} bytes uncompressed for {positions:,} positions of {n}x{n}, "
+                         f"more than the {bound:,} such a chunk can take")
+
+
 def peek_chunk(path: str | os.PathLike) -> tuple[int, dict[str, Any]]:
     """``(positions, meta)`` of a chunk without decompressing its arrays.
 
     Positions come from the ``action`` array's header, meta from the small
-    ``meta`` entry; a truncated zip (its directory is at the end) fails here.
+    ``meta`` entry; a truncated zip (its directory is at the end) fails here,
+    and so do sizes that do not fit the header (``check_chunk_sizes``).
     """
     try:
         with zipfile.ZipFile(path) as z:
@@ -105,15 +141,20 @@ def peek_chunk(path: str | os.PathLike) -> tuple[int, dict[str, Any]]:
                 version = np.lib.format.read_magic(f)
                 read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                         else np.lib.format.read_array_header_2_0)
-                shape, _, _ = read(f)
+                shape, _, dtype = read(f)
+            if z.getinfo("meta.npy").file_size > (1 << 20):
+                raise ChunkError(f"{path}: its meta entry is over 1 MiB")
             with z.open("meta.npy") as f:
                 meta = json.loads(str(np.lib.format.read_array(f, allow_pickle=False)[()]))
+            if len(shape) != 1:
+                raise ChunkError(f"{path}: 'action' has shape {shape}, expected [M]")
+            if not isinstance(meta, dict):
+                raise ChunkError(f"{path}: 'meta' is not a JSON object")
+            check_chunk_sizes(z, path, int(shape[0]), dtype.itemsize, meta)
+    except ChunkError:
+        raise
     except Exception as e:  # truncated zip, missing member, bad header, bad JSON
         raise ChunkError(f"{path}: cannot read chunk header ({type(e).__name__}: {e})") from None
-    if len(shape) != 1:
-        raise ChunkError(f"{path}: 'action' has shape {shape}, expected [M]")
-    if not isinstance(meta, dict):
-        raise ChunkError(f"{path}: 'meta' is not a JSON object")
     return int(shape[0]), meta
 
 
@@ -131,6 +172,7 @@ def read_chunk(path: str | os.PathLike, board_size: int | None = None,
     misshapen array, non-finite targets, or does not match the wanted board
     size, encoder or plane count.
     """
+    peek_chunk(path)  # sizes checked before anything is decompressed
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -196,7 +238,7 @@ def list_chunks(data_dir: str | os.PathLike, board_size: int | None = None
     """
     found: list[ChunkInfo] = []
     warnings: list[str] = []
-    other_sizes = 0
+    other_sizes: dict[object, int] = {}
     for path in sorted(Path(data_dir).rglob("*.npz")):
         if path.name.startswith("."):
             continue
@@ -207,13 +249,14 @@ def list_chunks(data_dir: str | os.PathLike, board_size: int | None = None
             warnings.append(f"skipping chunk: {e}")
             continue
         if board_size is not None and meta.get("board_size") != board_size:
-            other_sizes += 1
+            other_sizes[meta.get("board_size")] = other_sizes.get(meta.get("board_size"), 0) + 1
             continue
         m = _NAME.match(path.name)
         found.append(ChunkInfo(str(path), positions, int(m.group(1)) if m else -1, mtime))
     found.sort(key=lambda c: (c.generation, c.mtime, c.path))
     if other_sizes:
-        warnings.append(f"left out {other_sizes} chunk(s) of other board sizes than {board_size}")
+        found_sizes = ", ".join(f"{k} of {n}x{n}" for n, k in sorted(other_sizes.items(), key=lambda kv: str(kv[0])))
+        warnings.append(f"left out chunks of other board sizes than {board_size}: {found_sizes}")
     return found, warnings
 
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from sayuri_async.train.losses import LOSS_NAMES
+from sayuri_async.usererror import answered, output_folder
 
 NO_MATPLOTLIB = 3
 
@@ -76,6 +77,7 @@ def plot_log(log: Path, out: Path) -> list[Path]:
     return written
 
 
+@answered("plot")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="sayuri-async plot",
                                 description="Draw loss and learning-rate curves from a training log.")
@@ -96,11 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         print("sayuri-async plot: matplotlib is not installed; install the optional extra with "
               "`pip install 'sayuri-async[plot]'` (or `pip install matplotlib`)", file=sys.stderr)
         return NO_MATPLOTLIB
+    out = output_folder(args.out, "--out") if args.out else log.parent
     try:
-        written = plot_log(log, Path(args.out) if args.out else log.parent)
-    except ValueError as e:
-        print(f"sayuri-async plot: {e}", file=sys.stderr)
-        return 1
+        written = plot_log(log, out)
+    except (ValueError, UnicodeDecodeError, csv.Error) as e:  # not a training log
+        print(f"sayuri-async plot: {log}: not a training log ({' '.join(str(e).split())})", file=sys.stderr)
+        return 2
     for path in written:
         print(path)
     return 0

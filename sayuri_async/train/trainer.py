@@ -62,13 +62,26 @@ from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, lis
 from sayuri_async.train.distributed import broadcast, gather, rng_state, set_rng_state, setup_distributed
 from sayuri_async.train.losses import compute_losses, loss_names
 from sayuri_async.train.schedule import Schedule, ema_decay_for, resolve, to_samples
+from sayuri_async.usererror import RunFailure, UserError
 
 
-class TrainError(RuntimeError):
+class TrainError(RuntimeError, RunFailure):
     """Training cannot start or continue (no data, bad checkpoint, bad setup)."""
 
 
-class RunFolderInUse(TrainError):
+class NoTrainingData(UserError, TrainError):
+    """No chunk under [data] dir can be trained on (none, or all of other board sizes or encoders)."""
+
+
+class BadInitWeights(UserError, TrainError):
+    """The weights to start from (``--init``) cannot be loaded."""
+
+
+class NothingToResume(UserError, TrainError):
+    """``--resume`` on a run folder without a readable checkpoint."""
+
+
+class RunFolderInUse(UserError, TrainError):
     """A fresh start into a folder that holds an earlier run; the message
     names the folder and how to go on."""
 
@@ -301,7 +314,7 @@ class Trainer:
             try:
                 net, _ = load_any_weights(init)  # ours, a Sayuri file, or our import of one
             except WeightsError as e:
-                raise TrainError(str(e)) from None
+                raise BadInitWeights(f"--init {e}") from None
             kind = ""
             if isinstance(net, SayuriNet):
                 net.set_norm_mode(self.cfg.optim.norms)
@@ -323,7 +336,11 @@ class Trainer:
             want = window_size(total, d.window_min_positions, d.window_max_positions,
                                d.window_expand_per_position, d.window_taper_exponent)
             picked = select_window(chunks, want)
-            error = None if picked else f"no training chunks (*.npz) under {d.dir}"
+            error = None
+            if not picked:
+                error = (f"no training chunks (*.npz) of board size {d.board_size} under {d.dir}"
+                         + (f" ({'; '.join(warnings)})" if warnings else
+                            "" if Path(d.dir).is_dir() else " (no such folder)"))
             result = ([(c.path, c.positions) for c in picked], warnings, error)
             for w in warnings:
                 self.say(f"warning: {w}")
@@ -332,7 +349,7 @@ class Trainer:
                          f"chunks (window rule: {want} of {total})")
         window, _, error = broadcast(result, self.info)
         if error:
-            raise TrainError(error)
+            raise NoTrainingData(error)
         return window
 
     def _resume(self, refresh_window: bool) -> dict[int, tuple[int, int, int]]:
@@ -350,7 +367,7 @@ class Trainer:
                                  f"aside: {e}") from None
         path = broadcast(None if found is None else str(found[0]), self.info)
         if path is None:
-            raise TrainError(f"--resume: no checkpoint in {ckpt.checkpoint_dir(self.out)} (unreadable ones "
+            raise NothingToResume(f"--resume: no checkpoint in {ckpt.checkpoint_dir(self.out)} (unreadable ones "
                              f"are renamed *{ckpt.UNREADABLE_SUFFIX})")
         if found is not None:
             state = found[1]
