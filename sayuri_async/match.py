@@ -137,7 +137,7 @@ class NetPlayer(Player):
         self.gumbel = gumbel
         self.resign = resign
         self.batch_size = batch_size
-        self._search_cls, self._cfg = Search, SearchConfig(node_capacity=max(50_000, playouts * 400))
+        self._search_cls, self._cfg = Search, SearchConfig(edge_capacity=max(50_000, playouts * 400))
         self._worker = Worker(name=f"match-{name}")
         self._batchers: dict[int, object] = {}
         self.search = None

@@ -54,6 +54,7 @@ from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_R
 
 TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
 COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
+WIDEN = -2  # select_child's answer when the best child of the node has no edge yet
 
 
 @njit(cache=True)
@@ -74,7 +75,12 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
     Unvisited children share the FPU value, so only the one of highest prior
     can win among them; visited children form a prefix (see ``tree.py``), so
     the loop stops at the first unvisited edge instead of touching all of
-    them. A node with ``ordered < 0`` (a Gumbel root) is scanned in full."""
+    them. A node with ``ordered < 0`` (a Gumbel root) is scanned in full.
+    A partly expanded node (``tail >= 0``: see ``tree.expand``) whose
+    written children are all visited scores its best unwritten child with
+    the prior ``tail``; WIDEN when that one wins (every unwritten prior is
+    at most ``tail`` and written unvisited ones come first, so this is the
+    choice full edges would make)."""
     nd = nodes[node]
     first = nd.first
     end = first + nd.nchild
@@ -119,6 +125,11 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
         s = fpu + c * edges[p].prior * sqrt_n
         if s > best_score:
             best = p
+    elif nd.tail >= 0.0:
+        red = params[P_FPU_ROOT] if is_root else params[P_FPU_REDUCTION]
+        s = parent_q - red * math.sqrt(visited_prior) + c * nd.tail * sqrt_n
+        if s > best_score:
+            best = WIDEN
     return best
 
 
@@ -184,8 +195,8 @@ def encode_leaf(ident: int, rec, out) -> None:
 
 @njit(cache=True)
 def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) -> np.uint64:
-    """One descent. ``forced`` >= 0 is the edge index of the root child to
-    take. The path (node records) is kept in ``ws.paths[leaf_slot]``. The
+    """One descent. ``forced`` >= 0 is the root child to take (its place
+    among the root's edges). The path (node records) is kept in ``ws.paths[leaf_slot]``. The
     answer is TERMINAL (0) when the playout ended the game and was backed up
     already, COLLISION (2) when it met a pending leaf (nothing changed), else
     the leaf's (odd) cache key: the leaf is marked PENDING, the path carries
@@ -203,11 +214,15 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
             return np.uint64(COLLISION)
         restart = False
         terminal = False
-        while nodes[node].nchild > 0 and depth < path.shape[0] - 1:
+        widen = nodes[node].tail >= 0.0  # a partly expanded root gets every edge first
+        while not widen and nodes[node].nchild > 0 and depth < path.shape[0] - 1:
             if depth == 0 and forced >= 0:
-                e = forced
+                e = nodes[node].first + forced
             else:
                 e = select_child(nodes, edges, node, w.params, depth == 0)
+            if e == WIDEN:
+                widen = True
+                break
             if e < 0:
                 break
             child = edges[e].child
@@ -250,8 +265,9 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
             w.terminal_value = v
             backup(ws, nodes, leaf_slot, v, False)
             return np.uint64(TERMINAL)
-        if nodes[node].nchild == 0:
+        if nodes[node].nchild == 0 or widen:
             collect_moves(ws, leaf_slot)
+        w.leaf_widen[leaf_slot] = 1 if widen else 0
         nodes[node].state = PENDING
         add_virtual_loss(ws, nodes, leaf_slot)
         encode_leaf(w.encoder, rec, planes[slot])
