@@ -10,38 +10,7 @@ from sayuri_async.search.mcts import Search, SearchConfig
 from sayuri_async.search.tree import EDGE_DTYPE, NODE_DTYPE
 from sayuri_async.selfplay.config import SelfplayConfig
 
-from helpers_search import InstantEvaluator, material
-
-
-def check_tree(s: Search) -> int:
-    """The tree's invariants: every record but the root is the child of
-    exactly one edge and has a visit; a node's visits are its children's plus
-    its own evaluations (at least its children's); visited children come
-    first among a node's open edges unless the node is unordered. Returns the
-    number of edges that have a record."""
-    w = s.ws[0]
-    nodes, edges = s.nodes[: int(w["nodes_used"])], s.edges[: int(w["edges_used"])]
-    root = int(w["root_node"])
-    owners = np.zeros(nodes.shape[0], dtype=np.int64)
-    with_record = 0
-    for i, nd in enumerate(nodes):
-        first, k = int(nd["first"]), int(nd["nchild"])
-        if k == 0:
-            continue
-        kids = edges[first : first + k]
-        child = kids["child"]
-        visited = child >= 0
-        with_record += int(visited.sum())
-        owners[child[visited]] += 1
-        assert (nodes["visits"][child[visited]] > 0).all()
-        assert int(nodes["visits"][child[visited]].sum()) <= int(nd["visits"])
-        if int(nd["ordered"]) >= 0:
-            considered = visited | (kids["prior"] >= 0)  # superko or banned edges may sit anywhere
-            seq = visited[considered]
-            assert not (seq[1:] & ~seq[:-1]).any(), "a visited edge after an unvisited one"
-    reachable = owners[np.arange(nodes.shape[0]) != root]
-    assert (reachable <= 1).all()
-    return with_record
+from helpers_search import InstantEvaluator, check_tree, material
 
 
 def test_records_are_small_and_edges_smaller():
