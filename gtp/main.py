@@ -196,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="answer `version` as Lizzie 0.7.4 requires (X.Y with Y >= 15), same as "
                         "[protocol] lizzie_version = true")
     p.add_argument("--seed", type=int, help="random seed for the search (tie breaks)")
+    p.add_argument("--tree-memory-mb", type=float, metavar="MB",
+                   help="memory budget of the search tree, same as [search] tree_memory_mb (default 1024)")
     p.add_argument("--verbose", action="store_true", help="log a line per genmove on stderr")
     return p
 
@@ -212,6 +214,8 @@ def _configure(args: argparse.Namespace) -> GtpConfig:
         cfg.protocol.lizzie_version = True
     if args.seed is not None:
         cfg.search.seed = args.seed
+    if args.tree_memory_mb is not None:
+        cfg.search.tree_memory_mb = args.tree_memory_mb
     if args.verbose:
         cfg.protocol.verbose = True
     recheck(cfg, "command line")

@@ -16,16 +16,24 @@ edges       ``[edge capacity]`` records of EDGE_DTYPE: one per child of an
             repeats an earlier position (superko), or that the caller ruled
             out at the root (``Search.restrict_root``), gets prior -1:
             selection skips it.
-nodes       ``[node capacity]`` records of NODE_DTYPE: one per position a
+partial     with ``P_EDGES_PER_EXPANSION`` > 0 a node other than the root
+            gets edges only for that many moves of highest prior, already in
+            selection order; ``tail`` holds the prior of the best move left
+            out (-1: every move has an edge). When selection prefers that
+            move, the descent asks the network about the node again and
+            ``widen`` writes a new block with twice the edges (all of them at
+            the root); that playout backs up nothing.
+nodes       ``[node records]`` records of NODE_DTYPE: one per position a
             descent went into (the root, then each child on its first visit;
             ``new_node``), so most edges never get one. ``wsum`` is the sum
             of values backed up through the node, from the point of view of
             the player who made the move into it, so ``wsum / visits`` is
             that player's Q for choosing this child. A node with a record has
             at least one visit (real or virtual).
-capacities  both pools only grow until the tree starts afresh
-            (``tree_reset``); ``ws.edges_used`` and ``ws.nodes_used`` count
-            what is taken. A full edge pool leaves a new leaf unexpanded (the
+capacities  ``pools.py`` sizes the pools, grows them under a memory budget
+            and compacts or prunes them there; else they only fill until the
+            tree starts afresh (``tree_reset``). ``ws.edges_used`` and
+            ``ws.nodes_used`` count what is taken. A full edge pool leaves a new leaf unexpanded (the
             next descent that reaches it asks the network again); a full node
             pool ends a descent at the expanded node it reached, which is
             evaluated again (its edges stay as they are). Neither stops a
