@@ -18,7 +18,10 @@ descend     one playout's way down: replay the root position on the scratch
             are then encoded for the network) or at the end of the game
             (scored at once and backed up: no network request). With the
             node pool full, an edge without a record ends the descent at the
-            node above it, which is evaluated again. An edge that is not a
+            node above it, which is evaluated again. At a partly expanded
+            node whose best move has no edge yet (``select_child`` answers
+            WIDEN) the descent stops there and asks the network about it
+            again for more edges (``tree.widen``). An edge that is not a
             legal move where the descent stands (superko, or simple-illegal
             in a tree kept for another position) is closed (prior -1) and
             the descent starts again: each restart closes an edge for good,
@@ -196,12 +199,15 @@ def encode_leaf(ident: int, rec, out) -> None:
 @njit(cache=True)
 def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) -> np.uint64:
     """One descent. ``forced`` >= 0 is the root child to take (its place
-    among the root's edges). The path (node records) is kept in ``ws.paths[leaf_slot]``. The
-    answer is TERMINAL (0) when the playout ended the game and was backed up
-    already, COLLISION (2) when it met a pending leaf (nothing changed), else
-    the leaf's (odd) cache key: the leaf is marked PENDING, the path carries
-    a virtual loss, the planes (encoder ``ws.encoder``) are in
-    ``planes[slot]``, and ``tree.finish`` completes the playout."""
+    among the root's edges). The path (node records) is kept in
+    ``ws.paths[leaf_slot]``. The answer is TERMINAL (0) when the playout
+    ended the game and was backed up already, COLLISION (2) when it met a
+    pending leaf (nothing changed), else the leaf's (odd) cache key: the
+    leaf is marked PENDING, the path carries a virtual loss, the planes
+    (encoder ``ws.encoder``) are in ``planes[slot]``, and ``tree.finish``
+    completes the playout. The leaf is an expanded node to widen
+    (``ws.leaf_widen``) when selection chose a move it has no edge for, or
+    it is a root with only some edges (a kept child)."""
     w = ws[0]
     path = w.paths[leaf_slot]
     while True:
