@@ -20,8 +20,7 @@ think       playouts until a playout limit, a deadline or a stop request (input
             arrived); reports come at a fixed interval. The tree grows up to
             ``[search] tree_memory_mb`` and is then pruned (``search/pools.py``):
             an analysis never stops growing its visits.
-Inbox       what ``think`` polls for "stop on any input": ``pending()`` and
-            ``await wait(timeout)``.
+Inbox       what ``think`` polls for "stop on any input": ``pending()``.
 RESIGN      the action value ``genmove`` returns to resign (-1).
 """
 from __future__ import annotations
@@ -53,8 +52,6 @@ MAX_CHUNK = 64
 
 class Inbox(Protocol):
     def pending(self) -> bool: ...
-
-    async def wait(self, timeout: float) -> None: ...
 
 
 def board_size_range(backend) -> tuple[int, int]:

@@ -115,17 +115,6 @@ class StdinInbox:
     def pending(self) -> bool:
         return bool(self._lines) or self._eof
 
-    async def wait(self, timeout: float) -> None:
-        if self.pending():
-            return
-        self._event.clear()
-        if self.pending():
-            return
-        try:
-            await asyncio.wait_for(self._event.wait(), timeout)
-        except TimeoutError:
-            pass
-
     async def get(self) -> str | None:
         """The next line, or None at end of input."""
         while True:

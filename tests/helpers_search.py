@@ -50,8 +50,8 @@ def check_tree(s) -> int:
     root is the child of exactly one edge and has a visit; a node's visits
     are its children's plus its own evaluations (at least its children's);
     visited children come first among a node's open edges unless the node
-    is unordered; a partly expanded node (``tail >= 0``) has no unwritten
-    move of higher prior than an unvisited written one. Returns the number
+    is unordered; a partly expanded node's tail edge (action -1) is its last
+    edge, unvisited, and no prior of an open unvisited edge is below it. Returns the number
     of edges that have a record."""
     w = s.ws[0]
     nodes, edges = s.nodes[: int(w["nodes_used"])], s.edges[: int(w["edges_used"])]
@@ -76,8 +76,10 @@ def check_tree(s) -> int:
             considered = visited | (kids["prior"] >= 0)  # superko or banned edges may sit anywhere
             seq = visited[considered]
             assert not (seq[1:] & ~seq[:-1]).any(), "a visited edge after an unvisited one"
-        open_unvisited = kids["prior"][~visited & (kids["prior"] >= 0)]
-        if float(nd["tail"]) >= 0 and open_unvisited.size:
-            assert open_unvisited.min() >= float(nd["tail"])
+        tails = kids["action"] == -1
+        assert not tails[:-1].any() and not (tails & visited).any()
+        if tails[-1]:
+            open_unvisited = kids["prior"][:-1][~visited[:-1] & (kids["prior"][:-1] >= 0)]
+            assert (open_unvisited >= kids["prior"][-1]).all()
     assert owners[root] == 0 and (owners <= 1).all()
     return with_record

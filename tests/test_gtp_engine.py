@@ -27,9 +27,6 @@ class StopAfter:
     def pending(self) -> bool:
         return time.perf_counter() >= self.t
 
-    async def wait(self, timeout: float) -> None:
-        await asyncio.sleep(max(0.0, min(timeout, self.t - time.perf_counter())))
-
 
 LOOP = asyncio.new_event_loop()  # one loop: a Batcher keeps the loop it first ran on
 

@@ -101,9 +101,6 @@ class AlwaysPending:
     def pending(self) -> bool:
         return True
 
-    async def wait(self, timeout: float) -> None:
-        return None
-
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):

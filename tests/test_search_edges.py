@@ -14,7 +14,7 @@ from helpers_search import InstantEvaluator, check_tree, material
 
 
 def test_records_are_small_and_edges_smaller():
-    assert NODE_DTYPE.itemsize == 32 and EDGE_DTYPE.itemsize == 12
+    assert NODE_DTYPE.itemsize == 24 and EDGE_DTYPE.itemsize == 12
 
 
 def test_a_child_gets_a_node_record_only_on_its_first_visit():
@@ -97,5 +97,5 @@ def test_a_sized_selfplay_pool_costs_under_half_the_memory_of_full_child_records
         edges = 3 * (playouts + 1) * (n * n + 1)
         assert s.edges.shape[0] == sc.edge_capacity == edges
         assert s.nodes.shape[0] == edges // 32
-        assert s.pool_bytes() == edges * 12 + (edges // 32) * 32 <= most
+        assert s.pool_bytes() == edges * 12 + (edges // 32) * 24 <= most
         assert s.pool_bytes() < 0.45 * edges * 32  # a 32-byte record per child before

@@ -48,6 +48,7 @@ from .root import (
     principal_variation,
     root_actions,
     root_choices,
+    root_complete,
     root_stats,
     root_summary,
 )
@@ -82,7 +83,7 @@ class SearchConfig:
     gumbel_c_visit: float = 50.0
     gumbel_c_scale: float = 1.0
     # A tree is an edge pool (12 bytes per child of an expanded node, written
-    # when the node's network answer arrives) and a node pool (32 bytes per
+    # when the node's network answer arrives) and a node pool (24 bytes per
     # position a descent went into: one per playout at most); see pools.py.
     edge_capacity: int = DEFAULT_EDGE_CAPACITY  # edges a game's tree may hold; 0: the caller sizes it
     search_edges: int = 0  # edges one search may add: a kept tree is dropped when fewer are free; 0: half the pool
@@ -307,8 +308,7 @@ class Search:
     def root_expanded(self) -> bool:
         """Whether the root has an edge for every legal move (a kept child
         may have only some: the next playout gives it the rest)."""
-        r = self.nodes[self.root_node()]
-        return int(r["nchild"]) > 0 and float(r["tail"]) < 0.0
+        return bool(root_complete(self.ws, self.nodes, self.edges))
 
     def root_children(self) -> int:
         """Children of the root (0: not expanded yet)."""

@@ -43,12 +43,12 @@ from numba import njit
 from .tree import EDGE_DTYPE, NODE_DTYPE
 
 EDGE_BYTES = EDGE_DTYPE.itemsize  # 12
-NODE_BYTES = NODE_DTYPE.itemsize  # 32
+NODE_BYTES = NODE_DTYPE.itemsize  # 24
 DEFAULT_EDGE_CAPACITY = 200_000  # edges of a fixed pool that no one sized
 EDGES_PER_NODE_RECORD = 32  # a fixed node pool holds one record per this many edges
 MIN_NODE_RECORDS = 256
 SELFPLAY_MIN_EDGES = 20_000
-START_EDGES = 1 << 18  # first size of pools under a budget (3 MB of edges, 1 MB of records)
+START_EDGES = 1 << 18  # first size of pools under a budget (3 MB of edges, 0.75 MB of records)
 START_NODE_RECORDS = 1 << 15
 MB = 1 << 20
 BUCKETS = 32  # visit counts grouped by floor(log2(visits))
@@ -158,7 +158,6 @@ def compact(ws, nodes, edges, out_nodes, out_edges, min_visits: int) -> None:
             dst.first = e_out
             dst.nchild = src.nchild
             dst.ordered = src.ordered
-            dst.tail = src.tail
             for j in range(src.nchild):
                 e = edges[src.first + j]
                 d = out_edges[e_out + j]
@@ -175,7 +174,6 @@ def compact(ws, nodes, edges, out_nodes, out_edges, min_visits: int) -> None:
             dst.first = -1
             dst.nchild = 0
             dst.ordered = 0
-            dst.tail = -1.0
         head += 1
     w.root_node = 0
     w.nodes_used = n_out

@@ -19,8 +19,8 @@ descend     one playout's way down: replay the root position on the scratch
             (scored at once and backed up: no network request). With the
             node pool full, an edge without a record ends the descent at the
             node above it, which is evaluated again. At a partly expanded
-            node whose best move has no edge yet (``select_child`` answers
-            WIDEN) the descent stops there and asks the network about it
+            node whose tail edge wins the selection (its best move has no
+            edge yet) the descent stops there and asks the network about it
             again for more edges (``tree.widen``). An edge that is not a
             legal move where the descent stands (superko, or simple-illegal
             in a tree kept for another position) is closed (prior -1) and
@@ -52,12 +52,11 @@ from ..features import encode_simple_v1
 from ..go.scoring import area_map
 from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3
 from ..infer.cache import cache_lookup, cache_store
-from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, add_virtual_loss,
-                   backup, collect_moves, finish, in_game_table, new_node, transform_planes)
+from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, TAIL,
+                   add_virtual_loss, backup, collect_moves, finish, in_game_table, new_node, transform_planes)
 
 TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
 COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
-WIDEN = -2  # select_child's answer when the best child of the node has no edge yet
 
 
 @njit(cache=True)
@@ -79,11 +78,10 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
     can win among them; visited children form a prefix (see ``tree.py``), so
     the loop stops at the first unvisited edge instead of touching all of
     them. A node with ``ordered < 0`` (a Gumbel root) is scanned in full.
-    A partly expanded node (``tail >= 0``: see ``tree.expand``) whose
-    written children are all visited scores its best unwritten child with
-    the prior ``tail``; WIDEN when that one wins (every unwritten prior is
-    at most ``tail`` and written unvisited ones come first, so this is the
-    choice full edges would make)."""
+    A partly expanded node's tail edge (``tree.py``, "partial") comes after
+    its other edges and has the prior of the best move left out, so it is
+    scored as full edges would score that move, and only once every written
+    move is visited; the descent widens the node when it wins."""
     nd = nodes[node]
     first = nd.first
     end = first + nd.nchild
@@ -128,11 +126,6 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
         s = fpu + c * edges[p].prior * sqrt_n
         if s > best_score:
             best = p
-    elif nd.tail >= 0.0:
-        red = params[P_FPU_ROOT] if is_root else params[P_FPU_REDUCTION]
-        s = parent_q - red * math.sqrt(visited_prior) + c * nd.tail * sqrt_n
-        if s > best_score:
-            best = WIDEN
     return best
 
 
@@ -220,16 +213,17 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
             return np.uint64(COLLISION)
         restart = False
         terminal = False
-        widen = nodes[node].tail >= 0.0  # a partly expanded root gets every edge first
+        r = nodes[node]
+        widen = r.nchild > 0 and edges[r.first + r.nchild - 1].action == TAIL  # a kept child: every edge first
         while not widen and nodes[node].nchild > 0 and depth < path.shape[0] - 1:
             if depth == 0 and forced >= 0:
                 e = nodes[node].first + forced
             else:
                 e = select_child(nodes, edges, node, w.params, depth == 0)
-            if e == WIDEN:
-                widen = True
-                break
             if e < 0:
+                break
+            if edges[e].action == TAIL:
+                widen = True
                 break
             child = edges[e].child
             if child < 0 and w.nodes_used >= nodes.shape[0]:

@@ -18,11 +18,13 @@ edges       ``[edge capacity]`` records of EDGE_DTYPE: one per child of an
             selection skips it.
 partial     with ``P_EDGES_PER_EXPANSION`` > 0 a node other than the root
             gets edges only for that many moves of highest prior, already in
-            selection order; ``tail`` holds the prior of the best move left
-            out (-1: every move has an edge). When selection prefers that
-            move, the descent asks the network about the node again and
-            ``widen`` writes a new block with twice the edges (all of them at
-            the root); that playout backs up nothing.
+            selection order, and then a *tail edge* (action TAIL, child -1)
+            whose prior is that of the best move left out. Selection treats
+            it as the next unvisited child, which is what full edges would
+            show it; when it wins, the descent asks the network about the
+            node again and ``widen`` writes a new block with twice the edges
+            (all of them at the root); that playout backs up nothing. A node
+            has every move when its last edge is not a tail edge.
 nodes       ``[node records]`` records of NODE_DTYPE: one per position a
             descent went into (the root, then each child on its first visit;
             ``new_node``), so most edges never get one. ``wsum`` is the sum
@@ -82,15 +84,16 @@ MAX_LEAVES = 16  # leaves one search may have waiting on the network at once
 MAX_ACTIONS = B.MAX_N * B.MAX_N + 1
 SYM_BUF = 64 * B.MAX_N * B.MAX_N  # planes x points of the largest encoder and board
 PENDING = 1  # node state: waiting on the network for its edges
-NODE_DTYPE = np.dtype(  # 32 bytes
+TAIL = -1  # the action of a tail edge (see "partial")
+
+NODE_DTYPE = np.dtype(  # 24 bytes
     [
         ("visits", np.int32),
         ("first", np.int32),  # first edge
-        ("wsum", np.float64),
-        ("tail", np.float32),  # prior of the best child without an edge yet; -1: every child has one
         ("nchild", np.int16),  # edges
         ("ordered", np.int16),
         ("state", np.int8),
+        ("wsum", np.float64),
     ],
     align=True,
 )
@@ -199,7 +202,6 @@ def clear_node(nd) -> None:
     nd.ordered = 0
     nd.state = 0
     nd.wsum = 0.0
-    nd.tail = -1.0
 
 
 @njit(cache=True)
@@ -299,9 +301,9 @@ def expand(ws, nodes, edges, node: int, leaf_slot: int, policy, row: int, sym: i
     (``collect_moves``). A root, or any node when ``P_EDGES_PER_EXPANSION``
     is 0 or at least the legal moves, gets one edge per legal move, in list
     order (selection orders them lazily); otherwise the node gets edges for
-    that many moves of highest prior, already in selection order, and
-    ``tail`` keeps the prior of the next one (``widen`` adds more when
-    selection reaches them). The edges are written once, here, in one pass:
+    that many moves of highest prior, already in selection order, and a
+    tail edge with the prior of the next one (``widen`` adds more when
+    selection reaches it). The edges are written once, here, in one pass:
     a search touches each new edge's memory only when its prior is known.
     The node stops being pending; it stays a leaf when the edge pool lacks
     the room, and a node that has edges already (evaluated again: see
@@ -317,60 +319,70 @@ def expand(ws, nodes, edges, node: int, leaf_slot: int, policy, row: int, sym: i
     k = w.leaf_nmoves[leaf_slot]
     limit = int(w.params[P_EDGES_PER_EXPANSION])
     partial = not is_root and 0 < limit < k
-    write = limit if partial else k
+    write = limit + 1 if partial else k
     first = w.edges_used
     if first + write > edges.shape[0]:
         return 0
-    leaf_priors(w, k, moves, policy, row, sym)
-    buf = w.prior_buf
     if partial:
-        for i in range(write + 1):  # the written moves and the first one left out (tail)
+        leaf_priors(w, k, moves, policy, row, sym)
+        buf = w.prior_buf
+        for i in range(write):  # the written moves and the first one left out
             select_step(moves, buf, i, k)
-    for i in range(write):
-        write_edge(edges[first + i], moves[i], buf[i])
+        for i in range(limit):
+            write_edge(edges[first + i], moves[i], buf[i])
+        write_edge(edges[first + limit], TAIL, buf[limit])
+        nd.ordered = write
+    else:  # every move, priors straight into the edges: one pass (self-play's hot path)
+        pol = policy[row]
+        smap = w.sym_map[sym]
+        total = 0.0
+        for i in range(k):
+            total += pol[smap[moves[i]]]
+        inv = 1.0 / total if total > 0.0 else 0.0
+        uniform = 1.0 / k
+        for i in range(k):
+            a = moves[i]
+            write_edge(edges[first + i], a, pol[smap[a]] * inv if total > 0.0 else uniform)
+        nd.ordered = 0
     nd.first = first
     nd.nchild = write
-    nd.ordered = write if partial else 0
-    nd.tail = buf[write] if partial else -1.0
     w.edges_used = first + write
     return write
 
 
 @njit(cache=True)
 def widen(ws, nodes, edges, node: int, leaf_slot: int, policy, row: int, sym: int, is_root: bool) -> int:
-    """More edges for the partly expanded ``node``, whose listed actions and
-    fresh network answer are those of ``expand``: a new block that starts
-    with its present edges (children, closed edges and all) followed by the
-    next moves in selection order that have none, up to twice as many edges
-    in all (every legal move at the root). The old block is left behind (a
-    compaction reclaims it, ``pools.py``). With the same priors as the first
-    answer the new edges are exactly those full edges would have shown
-    selection next. Returns the edges added (0: no room in the pool, and the
-    node keeps the children it has)."""
+    """More edges for the partly expanded ``node`` (its last edge a tail
+    edge), whose listed actions and fresh network answer are those of
+    ``expand``: a new block that starts with its present edges (children,
+    closed edges and all) followed by the next moves in selection order that
+    have none, up to twice as many in all (every legal move at the root),
+    and a tail edge when moves are still left out. The old block is left
+    behind (a compaction reclaims it, ``pools.py``). With the same priors as
+    the first answer the new edges are exactly those full edges would have
+    shown selection next. Returns the edges added; 0 when the pool lacks the
+    room (a fixed pool: the node drops its tail edge and keeps the children
+    it has)."""
     w = ws[0]
     nd = nodes[node]
     moves = w.leaf_moves[leaf_slot]
     k = w.leaf_nmoves[leaf_slot]
-    old = nd.nchild
+    src = nd.first
+    old = nd.nchild - 1  # the edges of moves; the last is the tail edge
     target = k if is_root else min(k, max(2 * old, int(w.params[P_EDGES_PER_EXPANSION])))
     first = w.edges_used
-    if target <= old:
-        nd.tail = -1.0
-        return 0
-    if first + target > edges.shape[0]:
-        nd.tail = -1.0  # a fixed pool that is full: the node keeps the children it has
+    if target <= old or first + target + 1 > edges.shape[0]:
+        nd.nchild = old
         return 0
     leaf_priors(w, k, moves, policy, row, sym)
     buf = w.prior_buf
     mark = w.action_mark
-    src = nd.first
     for j in range(old):
         e = edges[src + j]
         d = edges[first + j]
         d.action, d.prior, d.child = e.action, e.prior, e.child
         mark[e.action] = 1
     n = old
-    tail = -1.0
     for i in range(k):
         if not is_root:
             select_step(moves, buf, i, k)
@@ -378,7 +390,8 @@ def widen(ws, nodes, edges, node: int, leaf_slot: int, policy, row: int, sym: in
         if mark[a]:
             continue
         if n == target:
-            tail = buf[i]
+            write_edge(edges[first + n], TAIL, buf[i])
+            n += 1
             break
         write_edge(edges[first + n], a, buf[i])
         n += 1
@@ -386,7 +399,6 @@ def widen(ws, nodes, edges, node: int, leaf_slot: int, policy, row: int, sym: in
         mark[edges[first + j].action] = 0
     nd.first = first
     nd.nchild = n
-    nd.tail = tail
     # visited children stay a prefix; the root's new edges are in list order
     nd.ordered = 0 if is_root else n
     w.edges_used = first + n
