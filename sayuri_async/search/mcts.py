@@ -31,9 +31,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..configfile import at_least
 from ..features import get_encoder
 from ..go.game import Game
-from ..configfile import at_least
 from ..infer.cache import NNCache
 from . import gumbel as G
 from . import tree
@@ -154,7 +154,7 @@ class Search:
         self._pv_visits = np.zeros(64, dtype=np.int32)
         self._pass: np.ndarray | None = None
         self._sym_n = 0  # board size of the workspace's symmetry maps
-        self._round_edges = self._leaves * (tree.MAX_ACTIONS)  # edges one round may add (set by sync)
+        self._round_edges = self._leaves * tree.MAX_ACTIONS  # edges one round may add (set by sync)
         tree_reset(self.ws, self.nodes)
 
     # ---- game synchronisation -------------------------------------------

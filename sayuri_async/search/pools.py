@@ -99,6 +99,13 @@ def selfplay_edges(playouts: int, largest_board: int) -> tuple[int, int]:
     return max(3 * room, SELFPLAY_MIN_EDGES), room
 
 
+def match_edges(playouts: int) -> int:
+    """The fixed edge pool of a match game's search (``match.py``): 400 edges
+    per playout (an expansion on 19x19 is 362), at least 50,000; the tree
+    is dropped before a search that might not fit (half the pool)."""
+    return max(50_000, playouts * 400)
+
+
 def _grown(capacity: int, needed: int, item_bytes: int, free_bytes: int) -> int:
     """The new size of a pool of ``capacity`` that needs ``needed`` items:
     double (or ``needed`` if more) within ``free_bytes`` more; ``capacity``
