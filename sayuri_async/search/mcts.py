@@ -311,7 +311,9 @@ class Search:
         return bool(root_complete(self.ws, self.nodes, self.edges))
 
     def root_children(self) -> int:
-        """Children of the root (0: not expanded yet)."""
+        """Edges of the root (0: not expanded yet): its children once it is
+        complete (``root_expanded``; a kept child may end with a tail edge
+        until the next playout)."""
         return int(root_summary(self.ws, self.nodes)[0])
 
     def root_actions(self) -> np.ndarray:
