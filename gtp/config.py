@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sayuri_async.configfile import ConfigError, at_least, fill_sections, positive, read_toml, require, within
 
@@ -59,7 +59,8 @@ class SearchSection:
     c_base: float = 19652.0
     fpu_reduction: float = 0.25
     fpu_root: float = 0.0
-    node_capacity: int = 16_000_000
+    tree_memory_mb: float = 1024.0
+    edges_per_expansion: int = 8
     cache_size: int = 20_000
     leaves_per_await: int = 4
     timeout_ms: float = 5.0
@@ -68,9 +69,13 @@ class SearchSection:
     resign_min_visits: int = 100
     seed: int = -1
 
+    # keys of older configs: refused by name, never read with another meaning
+    RENAMED_KEYS: ClassVar[dict[str, str]] = {
+        "node_capacity": "tree_memory_mb (the tree's memory budget in MB; it was an edge count)"}
+
     def __post_init__(self) -> None:
-        at_least(self, 1, "playouts", "leaves_per_await")
-        at_least(self, 10_000, "node_capacity")
+        at_least(self, 1, "playouts", "leaves_per_await", "tree_memory_mb")
+        at_least(self, 0, "edges_per_expansion")
         at_least(self, 0, "cache_size", "resign_min_visits", "timeout_ms")
         require(self.leaves_per_await <= MAX_LEAVES, "leaves_per_await",
                 f"must be at most {MAX_LEAVES}, not {self.leaves_per_await}")

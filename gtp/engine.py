@@ -16,10 +16,11 @@ tree reuse  ``Search.sync`` decides: the tree is kept when the position is
             when the colour on turn there played one move and the other
             colour is on turn now, and dropped otherwise (so ``genmove w``
             twice starts the second search afresh).
-think       playouts until a playout limit, a deadline, a stop request (input
-            arrived) or a full node pool; reports come at a fixed interval.
-Inbox       what ``think`` polls for "stop on any input": ``pending()`` and
-            ``await wait(timeout)``.
+think       playouts until a playout limit, a deadline or a stop request (input
+            arrived); reports come at a fixed interval. The tree grows up to
+            ``[search] tree_memory_mb`` and is then pruned (``search/pools.py``):
+            an analysis never stops growing its visits.
+Inbox       what ``think`` polls for "stop on any input": ``pending()``.
 RESIGN      the action value ``genmove`` returns to resign (-1).
 """
 from __future__ import annotations
@@ -44,12 +45,6 @@ from .analyze_args import AnalyzeRequest
 from .config import MAX_BOARD, MIN_BOARD, GtpConfig
 from .timecontrol import TimeControl
 
-# GTP's node records: one per 8 edges (self-play's default is one per 32).
-# A long analysis of an endgame position, whose leaves have few legal moves,
-# fills the records first; at 1 per 8 it still holds 2 million playouts with
-# the default 16 million edges, for 48 MB.
-GTP_EDGES_PER_RECORD = 8
-
 RESIGN = -1
 CHUNK_SECONDS = 0.005  # playouts run between checks of the clock and the input
 MAX_CHUNK = 64
@@ -57,8 +52,6 @@ MAX_CHUNK = 64
 
 class Inbox(Protocol):
     def pending(self) -> bool: ...
-
-    async def wait(self, timeout: float) -> None: ...
 
 
 def board_size_range(backend) -> tuple[int, int]:
@@ -80,7 +73,7 @@ class Engine:
         self.rng = np.random.default_rng(None if s.seed < 0 else s.seed)
         self.search = Search(
             SearchConfig(c_init=s.c_init, c_base=s.c_base, fpu_reduction=s.fpu_reduction, fpu_root=s.fpu_root,
-                         node_capacity=s.node_capacity, node_records=max(s.node_capacity // GTP_EDGES_PER_RECORD, 256),
+                         tree_memory_mb=s.tree_memory_mb, edges_per_expansion=s.edges_per_expansion,
                          reuse_tree=s.reuse_tree,
                          leaves_per_await=s.leaves_per_await),
             backend.encoder,
@@ -164,13 +157,9 @@ class Engine:
         await self._expand_root()
         self.restrict_root(avoid or set(), allow)
 
-    def pool_full(self) -> bool:
-        """Whether the tree can no longer grow (edge or node pool full)."""
-        return self.search.pool_full(self.size)
-
     async def _expand_root(self) -> None:
         s = self.search
-        if s.root_children() == 0 and not self.pool_full():
+        if not s.root_expanded():
             await s.playout(self.batcher)
 
     def restrict_root(self, avoid: set[int], allow: set[int] | None) -> None:
@@ -194,9 +183,8 @@ class Engine:
         on_report: Callable[[], Awaitable[None]] | None = None,
     ) -> int:
         """Playouts on the prepared position until ``max_playouts`` new ones,
-        ``deadline`` (perf_counter), or input in ``inbox``. With ``inbox`` and
-        no other limit it waits for input once the node pool is full.
-        ``on_report`` is awaited every ``interval_s``. Returns playouts run."""
+        ``deadline`` (perf_counter), or input in ``inbox``. ``on_report`` is
+        awaited every ``interval_s``. Returns playouts run."""
         s, ev = self.search, self.batcher
         spent = 0
         chunk = 1
@@ -213,12 +201,6 @@ class Engine:
                 if on_report is not None:
                     await on_report()
                 next_report = max(next_report + interval_s, now + interval_s * 0.5)
-            if self.pool_full():
-                if inbox is None or max_playouts is not None or deadline is not None:
-                    break
-                wake = next_report if next_report is not None else now + 1.0
-                await inbox.wait(max(0.0, wake - time.perf_counter()))
-                continue
             k = chunk
             if max_playouts is not None:
                 k = min(k, max_playouts - spent)

@@ -116,17 +116,6 @@ class StdinInbox:
     def pending(self) -> bool:
         return bool(self._lines) or self._eof
 
-    async def wait(self, timeout: float) -> None:
-        if self.pending():
-            return
-        self._event.clear()
-        if self.pending():
-            return
-        try:
-            await asyncio.wait_for(self._event.wait(), timeout)
-        except TimeoutError:
-            pass
-
     async def get(self) -> str | None:
         """The next line, or None at end of input."""
         while True:
@@ -197,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="answer `version` as Lizzie 0.7.4 requires (X.Y with Y >= 15), same as "
                         "[protocol] lizzie_version = true")
     p.add_argument("--seed", type=int, help="random seed for the search (tie breaks)")
+    p.add_argument("--tree-memory-mb", type=float, metavar="MB",
+                   help="memory budget of the search tree, same as [search] tree_memory_mb (default 1024)")
     p.add_argument("--verbose", action="store_true", help="log a line per genmove on stderr")
     return p
 
@@ -213,6 +204,8 @@ def _configure(args: argparse.Namespace) -> GtpConfig:
         cfg.protocol.lizzie_version = True
     if args.seed is not None:
         cfg.search.seed = args.seed
+    if args.tree_memory_mb is not None:
+        cfg.search.tree_memory_mb = args.tree_memory_mb
     if args.verbose:
         cfg.protocol.verbose = True
     recheck(cfg, "command line")

@@ -9,7 +9,9 @@ section   a TOML table mapped onto one dataclass (``[selfplay]``,
           dataclass is a nested section.
 fill      ``fill(cls, table, source, section)``: a ``cls`` from one table (over
           a ``base`` or the defaults), every value checked against the field's
-          type; constructing it runs the dataclass's range checks.
+          type; constructing it runs the dataclass's range checks. A key a
+          section names in its ``RENAMED_KEYS`` (old name -> what to use) is
+          refused with that advice, never read with a new meaning.
 sections  ``fill_sections(cls, document, source)``: a dataclass whose fields
           are all sections, from a whole file; unknown tables are errors.
 Bad       one key's problem: the key and what is wrong with it. Range checks
@@ -199,9 +201,12 @@ def fill(cls: type[T], data: dict, source: str, section: str | None = None, base
         raise ConfigError(f"{where(source, section)} must be a table")
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
+    renamed = getattr(cls, "RENAMED_KEYS", {})
     values = {}
     try:
         for key, value in data.items():
+            if key in renamed and key not in names:
+                raise Bad(key, f"renamed: use {renamed[key]}")
             if key not in names:
                 raise Bad(key, f"unknown key (known keys: {', '.join(sorted(names))})")
             tp = hints[key]

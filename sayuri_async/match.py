@@ -133,6 +133,7 @@ class NetPlayer(Player):
                  opening_moves: int = 0) -> None:
         from .infer.worker import Worker
         from .search.mcts import Search, SearchConfig
+        from .search.pools import match_edges
 
         self.name = name
         self.opening_moves = opening_moves  # moves sampled by visits (temperature 1) for variety
@@ -141,7 +142,7 @@ class NetPlayer(Player):
         self.gumbel = gumbel
         self.resign = resign
         self.batch_size = batch_size
-        self._search_cls, self._cfg = Search, SearchConfig(node_capacity=max(50_000, playouts * 400))
+        self._search_cls, self._cfg = Search, SearchConfig(edge_capacity=match_edges(playouts))
         self._worker = Worker(name=f"match-{name}")
         self._batchers: dict[int, object] = {}
         self.search = None

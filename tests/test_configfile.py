@@ -82,8 +82,8 @@ def assert_each_reads(tmp_path, cases, problem: str) -> None:
 @pytest.mark.parametrize("name", ["selfplay-9x9.toml", "selfplay-19x19.toml"])
 def test_shipped_selfplay_configs_load(name):
     cfg = load_selfplay_config(str(ROOT / "configs" / name))
-    assert cfg.search.node_capacity == 0  # sized from the playouts
-    assert cfg.search_config().node_capacity >= 20_000
+    assert cfg.search.edge_capacity == 0  # sized from the playouts
+    assert cfg.search_config().edge_capacity >= 20_000
 
 
 @pytest.mark.parametrize("name", ["loop-9x9.toml", "loop-7x7.toml"])
@@ -158,7 +158,10 @@ RANGE_CASES = [
     (load_gtp, "game", "board_size = 26", "board_size"),
     (load_gtp, "game", "scoring = 'japanese'", "scoring"),
     (load_gtp, "search", "playouts = 0", "playouts"),
-    (load_gtp, "search", "node_capacity = 9999", "node_capacity"),
+    (load_gtp, "search", "tree_memory_mb = 0.5", "tree_memory_mb"),
+    (load_gtp, "search", "edges_per_expansion = -1", "edges_per_expansion"),
+    (load_selfplay_config, "search", "tree_memory_mb = 0.5", "tree_memory_mb"),
+    (load_selfplay_config, "search", "edge_capacity = -1", "edge_capacity"),
     (load_gtp, "search", "cache_size = -1", "cache_size"),
     (load_gtp, "search", "leaves_per_await = 0", "leaves_per_await"),
     (load_gtp, "search", "leaves_per_await = 17", "leaves_per_await"),
@@ -186,6 +189,24 @@ def test_every_range_check_names_file_table_and_key(tmp_path, load, table, lines
     with pytest.raises(ConfigError) as e:
         load(str(p))
     assert str(e.value).startswith(f"{p}: [{table}] {key}: "), str(e.value)
+
+
+@pytest.mark.parametrize("load, table, old, new", [
+    (load_selfplay_config, "search", "node_capacity = 0", "edge_capacity"),
+    (load_selfplay_config, "search", "search_nodes = 0", "search_edges"),
+    (load_loop_config, "search", "node_capacity = 0", "edge_capacity"),
+    (load_gtp, "search", "node_capacity = 16000000", "tree_memory_mb"),
+])
+def test_a_renamed_key_is_refused_by_name_with_the_new_one(tmp_path, load, table, old, new):
+    """Pool sizes were once named for nodes while they counted edges: an old
+    file fails on one line that names the key and what replaces it, rather
+    than being read with another meaning."""
+    p = write(tmp_path, f"[{table}]\n{old}\n")
+    with pytest.raises(ConfigError) as e:
+        load(str(p))
+    key = old.split()[0]
+    message = str(e.value)
+    assert message.startswith(f"{p}: [{table}] {key}: renamed: use {new}") and "\n" not in message
 
 
 def test_the_same_range_mistake_reads_the_same_everywhere(tmp_path):

@@ -12,7 +12,7 @@ from gtp.config import GtpConfig
 from gtp.engine import RESIGN, Engine
 from gtp.protocol import parse_line
 from sayuri_async.go import board as B
-from sayuri_async.go.coords import vertex_to_action
+from sayuri_async.go.coords import action_to_vertex, vertex_to_action
 from sayuri_async.go.game import Game
 from sayuri_async.go.sgf import set_up_position
 from sayuri_async.net.backends import make_backend
@@ -26,9 +26,6 @@ class StopAfter:
 
     def pending(self) -> bool:
         return time.perf_counter() >= self.t
-
-    async def wait(self, timeout: float) -> None:
-        await asyncio.sleep(max(0.0, min(timeout, self.t - time.perf_counter())))
 
 
 LOOP = asyncio.new_event_loop()  # one loop: a Batcher keeps the loop it first ran on
@@ -95,20 +92,61 @@ def test_tree_is_kept_when_the_game_moves_on():
     engine.close()
 
 
-def test_analysis_keeps_reporting_when_the_node_pool_is_full():
-    engine, disp, out = make(node_capacity=10_000)
-    run(disp, "lz-analyze b 5", StopAfter(1.0))
-    lines = [ln for ln in "".join(out).split("\n") if ln.startswith("info")]
-    assert engine.pool_full()
-    assert len(lines) >= 8  # about one every 50 ms
+def visits_of(line: str) -> int:
+    toks = line.split()
+    return sum(int(toks[i + 1]) for i, t in enumerate(toks) if t == "visits")
 
-    def total(line: str) -> int:
-        toks = line.split()
-        return sum(int(toks[i + 1]) for i, t in enumerate(toks) if t == "visits")
 
-    # the tree stopped growing: the last lines report the same visits
-    assert total(lines[-1]) == total(lines[-2]) == total(lines[-3]) > 0
+def info_lines(out: list[str]) -> list[str]:
+    return [ln for ln in "".join(out).split("\n") if ln.startswith("info")]
+
+
+def test_long_analysis_keeps_growing_its_visits_past_a_full_budget():
+    """The old pool froze analysis once it filled (the visits stayed the
+    same, line after line); with a 1 MB budget the tree is pruned and the
+    visits keep growing, past what the pools could ever hold at once, while
+    the pools stay within the budget."""
+    engine, disp, out = make(tree_memory_mb=1)
+    s = engine.search
+    sizes = []
+    report = engine.report
+
+    def watched(*args, **kw):
+        sizes.append(s.pool_bytes())
+        return report(*args, **kw)
+
+    engine.report = watched
+    run(disp, "lz-analyze b 5", StopAfter(4.0))
+    lines = info_lines(out)
+    assert len(lines) >= 20  # about one every 50 ms
+    assert s.prunes >= 1
+    assert max(sizes) <= 1 << 20
+    seen = [visits_of(ln) for ln in lines]
+    tail = seen[len(seen) // 2:]
+    assert all(b > a for a, b in zip(tail, tail[1:])), tail  # never frozen
+    assert s.root_visits() > s.nodes.shape[0]  # more visits than records fit at once
     assert "".join(out).endswith("\n\n")
+    engine.close()
+
+
+def test_analysing_the_same_position_again_goes_on_from_its_tree():
+    engine, disp, out = make()
+    run(disp, "lz-analyze b 5", StopAfter(0.5))
+    first, last_line = engine.search.root_visits(), info_lines(out)[-1]
+    out.clear()
+    run(disp, "lz-analyze b 5", StopAfter(0.3))
+    lines = info_lines(out)
+    # the candidates' visits carry over (the lines show the 20 most visited)
+    assert first > 100 and visits_of(lines[0]) >= visits_of(last_line) > 100
+    assert engine.search.root_visits() > first
+    # two plays later (the move most searched and its most searched reply)
+    # the subtree of that position is the new root
+    best = int(engine.search.stats(9)[0].argmax())
+    pv, pv_visits = engine.search.pv_line(best)
+    run(disp, f"play b {action_to_vertex(pv[0], 9)}")
+    run(disp, f"play w {action_to_vertex(pv[1], 9)}")
+    engine.search.sync(engine.position(None))
+    assert pv_visits[0] > pv_visits[1] > 0 and engine.search.root_visits() == pv_visits[1]
     engine.close()
 
 

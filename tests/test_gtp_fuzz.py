@@ -101,16 +101,13 @@ class AlwaysPending:
     def pending(self) -> bool:
         return True
 
-    async def wait(self, timeout: float) -> None:
-        return None
-
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     cfg = GtpConfig()
     cfg.game.board_size = 9
     cfg.search.playouts = 4
-    cfg.search.node_capacity = 100_000
+    cfg.search.tree_memory_mb = 4
     cfg.search.seed = 3
     loop = asyncio.new_event_loop()
     engine = Engine(cfg, make_backend(None, seed=3))

@@ -29,7 +29,7 @@ chunk_games = 1
 write_sgf = true
 
 [search]
-node_capacity = 20000
+edge_capacity = 20000
 
 [data]
 board_size = 7

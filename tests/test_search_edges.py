@@ -10,38 +10,7 @@ from sayuri_async.search.mcts import Search, SearchConfig
 from sayuri_async.search.tree import EDGE_DTYPE, NODE_DTYPE
 from sayuri_async.selfplay.config import SelfplayConfig
 
-from helpers_search import InstantEvaluator, material
-
-
-def check_tree(s: Search) -> int:
-    """The tree's invariants: every record but the root is the child of
-    exactly one edge and has a visit; a node's visits are its children's plus
-    its own evaluations (at least its children's); visited children come
-    first among a node's open edges unless the node is unordered. Returns the
-    number of edges that have a record."""
-    w = s.ws[0]
-    nodes, edges = s.nodes[: int(w["nodes_used"])], s.edges[: int(w["edges_used"])]
-    root = int(w["root_node"])
-    owners = np.zeros(nodes.shape[0], dtype=np.int64)
-    with_record = 0
-    for i, nd in enumerate(nodes):
-        first, k = int(nd["first"]), int(nd["nchild"])
-        if k == 0:
-            continue
-        kids = edges[first : first + k]
-        child = kids["child"]
-        visited = child >= 0
-        with_record += int(visited.sum())
-        owners[child[visited]] += 1
-        assert (nodes["visits"][child[visited]] > 0).all()
-        assert int(nodes["visits"][child[visited]].sum()) <= int(nd["visits"])
-        if int(nd["ordered"]) >= 0:
-            considered = visited | (kids["prior"] >= 0)  # superko or banned edges may sit anywhere
-            seq = visited[considered]
-            assert not (seq[1:] & ~seq[:-1]).any(), "a visited edge after an unvisited one"
-    reachable = owners[np.arange(nodes.shape[0]) != root]
-    assert (reachable <= 1).all()
-    return with_record
+from helpers_search import InstantEvaluator, check_tree, material
 
 
 def test_records_are_small_and_edges_smaller():
@@ -94,7 +63,7 @@ def test_a_full_node_pool_ends_descents_early_and_the_search_goes_on():
 
 def test_a_full_edge_pool_leaves_leaves_unexpanded_and_records_stay_consistent():
     g = Game(9)
-    s = Search(SearchConfig(node_capacity=300), "simple-v1", rng=np.random.default_rng(3))
+    s = Search(SearchConfig(edge_capacity=300), "simple-v1", rng=np.random.default_rng(3))
     ev = InstantEvaluator(9, value_fn=material)
     res = asyncio.run(s.run(g, ev, 120))
     assert int(s.ws[0]["edges_used"]) <= 300
@@ -107,9 +76,9 @@ def test_a_kept_tree_is_dropped_when_the_node_pool_lacks_the_next_searchs_share(
     g = Game(9)
     ev = InstantEvaluator(9, value_fn=material)
     # edge room 50,000 of 100,000: the records' room is the same half of their pool
-    tight = Search(SearchConfig(node_capacity=100_000, search_nodes=50_000, node_records=300), "simple-v1",
+    tight = Search(SearchConfig(edge_capacity=100_000, search_edges=50_000, node_records=300), "simple-v1",
                    rng=np.random.default_rng(4))
-    roomy = Search(SearchConfig(node_capacity=100_000, search_nodes=50_000, node_records=1000), "simple-v1",
+    roomy = Search(SearchConfig(edge_capacity=100_000, search_edges=50_000, node_records=1000), "simple-v1",
                    rng=np.random.default_rng(4))
     for s in (tight, roomy):
         s.sync(g)
@@ -121,12 +90,12 @@ def test_a_kept_tree_is_dropped_when_the_node_pool_lacks_the_next_searchs_share(
 
 
 def test_a_sized_selfplay_pool_costs_under_half_the_memory_of_full_child_records():
-    for n, playouts, most in ((9, 100, 330_000), (19, 400, 5_600_000)):
-        cfg = SelfplayConfig(board_sizes=[n], playouts=playouts, search=SearchConfig(node_capacity=0))
+    for n, playouts, most in ((9, 100, 330_000), (19, 400, 5_700_000)):
+        cfg = SelfplayConfig(board_sizes=[n], playouts=playouts, search=SearchConfig(edge_capacity=0))
         sc = cfg.search_config()
         s = Search(sc, "simple-v1")
         edges = 3 * (playouts + 1) * (n * n + 1)
-        assert s.edges.shape[0] == sc.node_capacity == edges
+        assert s.edges.shape[0] == sc.edge_capacity == edges
         assert s.nodes.shape[0] == edges // 32
         assert s.pool_bytes() == edges * 12 + (edges // 32) * 24 <= most
         assert s.pool_bytes() < 0.45 * edges * 32  # a 32-byte record per child before

@@ -100,7 +100,7 @@ def test_children_get_priors_over_the_legal_moves_only():
 
 def test_a_full_pool_leaves_the_leaf_unexpanded_and_the_search_goes_on():
     g = random_game(9, 3, seed=5)
-    s = Search(SearchConfig(node_capacity=200), "simple-v1", rng=np.random.default_rng(0))
+    s = Search(SearchConfig(edge_capacity=200), "simple-v1", rng=np.random.default_rng(0))
     ev = InstantEvaluator(9)
     res = asyncio.run(s.run(g, ev, 50))
     assert int(s.ws[0]["edges_used"]) <= 200
@@ -157,20 +157,20 @@ def test_copy_board_copies_every_field_a_board_uses(n, moves, start):
 
 
 def test_selfplay_sizes_the_tree_pool_from_playouts_and_board():
-    cfg = SelfplayConfig(board_sizes=[9, 19], playouts=100, search=SearchConfig(node_capacity=0))
-    assert cfg.search_config().node_capacity == 3 * 101 * 362  # three searches' worst case on 19x19
-    assert cfg.search_config().search_nodes == 101 * 362
-    small = SelfplayConfig(board_sizes=[7], playouts=10, search=SearchConfig(node_capacity=0))
-    assert small.search_config().node_capacity == 20_000
-    fixed = SelfplayConfig(search=SearchConfig(node_capacity=12345))
-    assert fixed.search_config().node_capacity == 12345
+    cfg = SelfplayConfig(board_sizes=[9, 19], playouts=100, search=SearchConfig(edge_capacity=0))
+    assert cfg.search_config().edge_capacity == 3 * 101 * 362  # three searches' worst case on 19x19
+    assert cfg.search_config().search_edges == 101 * 362
+    small = SelfplayConfig(board_sizes=[7], playouts=10, search=SearchConfig(edge_capacity=0))
+    assert small.search_config().edge_capacity == 20_000
+    fixed = SelfplayConfig(search=SearchConfig(edge_capacity=12345))
+    assert fixed.search_config().edge_capacity == 12345
 
 
 def test_a_sized_pool_always_has_room_for_the_next_search_and_still_keeps_trees():
     playouts = 30
-    cfg = SelfplayConfig(board_sizes=[9], playouts=playouts, search=SearchConfig(node_capacity=0))
+    cfg = SelfplayConfig(board_sizes=[9], playouts=playouts, search=SearchConfig(edge_capacity=0))
     sc = cfg.search_config()
-    sc = SearchConfig(node_capacity=sc.search_nodes * 3, search_nodes=sc.search_nodes)  # no 20,000 floor
+    sc = SearchConfig(edge_capacity=sc.search_edges * 3, search_edges=sc.search_edges)  # no 20,000 floor
     s = Search(sc, "simple-v1", rng=np.random.default_rng(1))
     ev = InstantEvaluator(9)
     g = Game(9)
@@ -178,11 +178,11 @@ def test_a_sized_pool_always_has_room_for_the_next_search_and_still_keeps_trees(
     for _ in range(40):
         s.sync(g)
         used, records = int(s.ws[0]["edges_used"]), int(s.ws[0]["nodes_used"])
-        assert sc.node_capacity - used >= sc.search_nodes  # the next search's edges fit
+        assert sc.edge_capacity - used >= sc.search_edges  # the next search's edges fit
         assert s.nodes.shape[0] - records >= playouts + 1  # and so do its node records
         kept += s.root_visits() > 0
         res = asyncio.run(s.run(g, ev, playouts))
-        assert int(s.ws[0]["edges_used"]) <= sc.node_capacity
+        assert int(s.ws[0]["edges_used"]) <= sc.edge_capacity
         assert int(s.ws[0]["nodes_used"]) - records <= playouts + 1  # a record per playout at most (+ the root)
         assert res.playouts == playouts and int(res.visits.sum()) >= playouts - 1  # (one may expand the root)
         g.play(res.action)

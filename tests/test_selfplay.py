@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def small_cfg(out: Path, **kw) -> SelfplayConfig:
     base = dict(board_sizes=[7], komi=7.5, num_games=4, parallel_games=4, batch_size=2, playouts=12,
                 reduce_playouts=4, reduce_playouts_prob=0.5, chunk_games=2, out=str(out), seed=11,
-                random_moves_factor=0.2, search=SearchConfig(node_capacity=20_000))
+                random_moves_factor=0.2, search=SearchConfig(edge_capacity=20_000))
     base.update(kw)
     return SelfplayConfig(**base)
 

@@ -118,7 +118,7 @@ def test_a_failing_run_in_one_process_exits_1_with_one_line(tmp_path):
 
 def _cfg(out: Path, **kw) -> SelfplayConfig:
     base = dict(board_sizes=[7], num_games=2, parallel_games=2, batch_size=2, playouts=6, chunk_games=1,
-                out=str(out), seed=5, search=SearchConfig(node_capacity=20_000))
+                out=str(out), seed=5, search=SearchConfig(edge_capacity=20_000))
     base.update(kw)
     return SelfplayConfig(**base)
 

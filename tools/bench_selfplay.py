@@ -47,7 +47,7 @@ def make_cfg(a, out: str, procs: int) -> SelfplayConfig:
         random_moves_factor=0.0, chunk_games=10_000, write_sgf=False, out=out, procs=procs,
         device=a.device, weights=a.weights or "", seed=1, inline_cheap_backend=a.inline,
         device_model=a.net, device_table=a.device_table, encoder=a.encoder, batches_in_flight=a.batches_in_flight,
-        search=SearchConfig(node_capacity=a.node_capacity, leaves_per_await=a.leaves_per_await),
+        search=SearchConfig(edge_capacity=a.edge_capacity, leaves_per_await=a.leaves_per_await),
     )
 
 
@@ -135,7 +135,7 @@ def main() -> int:
     ap.add_argument("--procs", type=int, nargs="+", default=[1])
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--warmup", type=float, default=3.0)
-    ap.add_argument("--node-capacity", type=int, default=0, help="tree pool per game (0: sized from playouts, as the configs)")
+    ap.add_argument("--edge-capacity", type=int, default=0, help="tree edges per game (0: sized from playouts, as the configs)")
     ap.add_argument("--parallel-games", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--timeout-ms", type=float, default=5.0)

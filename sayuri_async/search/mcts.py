@@ -3,7 +3,11 @@
 Vocabulary
 ----------
 SearchConfig   PUCT, noise, Gumbel and tree-size settings (a dataclass; the
-               TOML configs fill it).
+               TOML configs fill it). Tree size: ``edge_capacity`` edges,
+               ``node_records`` records and ``search_edges`` room for fixed
+               pools, or a memory budget ``tree_memory_mb`` the pools grow
+               up to (``pools.py`` sizes them); ``edges_per_expansion``
+               edges written per expanded position (``tree.expand``).
 Search         one game's searcher: a workspace, an edge pool and a node pool
                (see ``tree.py``) that the compiled rounds of ``puct.py`` work on
                (the workspace names the encoder for the leaves), and
@@ -23,14 +27,17 @@ evaluator      anything with ``reserve()``, ``commit(count)`` (a future of the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
+from ..configfile import at_least
 from ..features import get_encoder
 from ..go.game import Game
 from ..infer.cache import NNCache
 from . import gumbel as G
 from . import tree
+from .pools import DEFAULT_EDGE_CAPACITY, make_room, size_pools
 from .puct import descend_round, finish_round
 from .root import (
     advance,
@@ -41,6 +48,7 @@ from .root import (
     principal_variation,
     root_actions,
     root_choices,
+    root_complete,
     root_stats,
     root_summary,
 )
@@ -51,7 +59,7 @@ from .tree import (
     P_FPU_REDUCTION,
     P_FPU_ROOT,
     MAX_LEAVES,
-    derived_node_capacity,
+    P_EDGES_PER_EXPANSION,
     new_edges,
     new_nodes,
     new_workspace,
@@ -60,7 +68,7 @@ from .tree import (
 )
 
 
-DEFAULT_NODE_CAPACITY = 200_000
+MAX_ADVANCE = 16  # moves ``sync`` follows down a kept tree (analysis after a few plays)
 
 
 @dataclass
@@ -76,14 +84,24 @@ class SearchConfig:
     gumbel_c_scale: float = 1.0
     # A tree is an edge pool (12 bytes per child of an expanded node, written
     # when the node's network answer arrives) and a node pool (24 bytes per
-    # position a descent went into: one per playout at most).
-    node_capacity: int = DEFAULT_NODE_CAPACITY  # edges (children) a game's tree may hold; 0: the caller sizes it
-    search_nodes: int = 0  # edges one search may add: a kept tree is dropped when fewer are free; 0: half the pool
-    node_records: int = 0  # node records a tree may hold; 0: node_capacity / 32, at least 256
+    # position a descent went into: one per playout at most); see pools.py.
+    edge_capacity: int = DEFAULT_EDGE_CAPACITY  # edges a game's tree may hold; 0: the caller sizes it
+    search_edges: int = 0  # edges one search may add: a kept tree is dropped when fewer are free; 0: half the pool
+    node_records: int = 0  # node records a tree may hold; 0: edge_capacity / 32, at least 256
+    tree_memory_mb: float = 0.0  # > 0: pools grow on demand up to this many MB, then prune (the three above unused)
+    edges_per_expansion: int = 0  # edges a non-root position gets at first (more as it is searched); 0: all
     max_moves_factor: float = 2.0  # a game is scored after factor * N*N moves
     reuse_tree: bool = True
     leaves_per_await: int = 4  # playouts of one search waiting on the network together (virtual loss)
     random_symmetry: bool = False  # show each leaf to the network in a random one of the 8 symmetries
+
+    # keys of older configs: refused by name, never read with another meaning
+    RENAMED_KEYS: ClassVar[dict[str, str]] = {"node_capacity": "edge_capacity", "search_nodes": "search_edges"}
+
+    def __post_init__(self) -> None:
+        at_least(self, 0, "edge_capacity", "search_edges", "node_records", "tree_memory_mb", "edges_per_expansion")
+        if self.tree_memory_mb:
+            at_least(self, 1, "tree_memory_mb")
 
     def params(self) -> np.ndarray:
         p = np.zeros(N_PARAMS, dtype=np.float64)
@@ -92,6 +110,7 @@ class SearchConfig:
         p[P_FPU_REDUCTION] = self.fpu_reduction
         p[P_FPU_ROOT] = self.fpu_root
         p[tree.P_RANDOM_SYMMETRY] = 1.0 if self.random_symmetry else 0.0
+        p[P_EDGES_PER_EXPANSION] = self.edges_per_expansion
         return p
 
 
@@ -118,13 +137,14 @@ class Search:
         self.ws = new_workspace()
         self.ws[0]["params"] = config.params()
         self.ws[0]["encoder"] = get_encoder(encoder).ident
-        edge_capacity = config.node_capacity or DEFAULT_NODE_CAPACITY
-        self.edges = new_edges(edge_capacity)
-        self.nodes = new_nodes(config.node_records or derived_node_capacity(edge_capacity))
+        sizes = size_pools(config.edge_capacity, config.search_edges, config.node_records, config.tree_memory_mb)
+        self.edges = new_edges(sizes.edges)
+        self.nodes = new_nodes(sizes.node_records)
         # what the next search may add, edges and records: set_root keeps a
-        # tree only when both are free; records in the same share of their pool
-        self._edge_room = min(config.search_nodes or edge_capacity // 2, edge_capacity)
-        self._node_room = -(-self._edge_room * self.nodes.shape[0] // edge_capacity)
+        # tree only when both are free (fixed pools; a budget makes room instead)
+        self._edge_room, self._node_room = sizes.edge_room, sizes.node_room
+        self.budget_bytes = sizes.budget_bytes
+        self.prunes = 0  # times the budget made the pools drop subtrees
         self._actions = np.zeros(tree.MAX_ACTIONS, dtype=np.int16)
         self._leaves = max(1, min(int(config.leaves_per_await), MAX_LEAVES))
         self._root_key: tuple | None = None
@@ -134,6 +154,7 @@ class Search:
         self._pv_visits = np.zeros(64, dtype=np.int32)
         self._pass: np.ndarray | None = None
         self._sym_n = 0  # board size of the workspace's symmetry maps
+        self._round_edges = self._leaves * tree.MAX_ACTIONS  # edges one round may add (set by sync)
         tree_reset(self.ws, self.nodes)
 
     # ---- game synchronisation -------------------------------------------
@@ -141,35 +162,42 @@ class Search:
     def _position_key(game: Game, hashes: np.ndarray, back: int = 0) -> tuple:
         """What identifies a position for tree reuse: move count, stones
         (hash), side to move, the start position (set-up and handicap
-        stones), komi, size and rules; ``back = 1`` describes the position
-        before the last move, whose side to move is the colour that played
-        it. ``hashes``: ``game.history_hashes()``. (The ko point is compared
-        apart: see ``sync``.)"""
-        to_move = game.to_move if back == 0 else game.moves[-1][0]
+        stones), komi, size and rules; ``back = k`` describes the position
+        ``k`` moves ago, whose side to move is the colour that played the
+        move from it. ``hashes``: ``game.history_hashes()``. (The ko point is
+        compared apart: see ``sync``.)"""
+        to_move = game.to_move if back == 0 else game.moves[-back][0]
         return (len(game.moves) - back, int(hashes[len(hashes) - 1 - back]), to_move, int(hashes[0]),
                 game.komi, game.size, game.rules)
 
-    def _is_root_child(self, game: Game, hashes: np.ndarray) -> bool:
-        """Whether ``game``'s position is the tree root's child for the last
-        move: the position before it is the root's, with the colour that
-        played on turn there, and the other colour is on turn now, as at that
-        child. (GTP may ask for the colour that just played, ``genmove w``
-        twice: that position has the child's stones but not its side to move,
-        and the child's subtree holds the other side's moves.)"""
-        if not game.moves:
-            return False
-        mover = game.moves[-1][0]
-        return game.to_move == 3 - mover and self._position_key(game, hashes, 1) == self._root_key
+    def _moves_from_root(self, game: Game, hashes: np.ndarray) -> list[int] | None:
+        """The actions that lead from the tree root's position to ``game``'s
+        (1 to MAX_ADVANCE moves), or None when it is not a descendant: a
+        position ``k`` moves back is the root's, with the colour that played
+        from there on turn there, and every later move was played by the
+        colour on turn (the other one each time) up to the side to move now.
+        (GTP may ask for the colour that just played, ``genmove w`` twice:
+        that position has a child's stones but not its side to move, and the
+        child's subtree holds the other side's moves.)"""
+        moves = game.moves
+        for k in range(1, min(MAX_ADVANCE, len(moves)) + 1):
+            colours = [c for c, _ in moves[-k:]] + [game.to_move]
+            if any(colours[i + 1] != 3 - colours[i] for i in range(k)):
+                return None
+            if self._position_key(game, hashes, k) == self._root_key:
+                return [a for _, a in moves[-k:]]
+        return None
 
     def sync(self, game: Game) -> None:
         """Point the workspace at ``game``'s current position. The tree is
         kept when it is this position's (same stones, side to move, ko
-        point, komi and move count), advanced when the game went on by one
-        move from it and the other colour is on turn (``_is_root_child``),
-        and dropped otherwise (undo, a new game, set-up stones, other rules,
-        the same colour asked to move again) or after ``restrict_root`` (its
-        bans belong to one search). Self-play calls this every move: the
-        work is one compiled call (``set_root``)."""
+        point, komi and move count), advanced when the game went on from it
+        by up to MAX_ADVANCE moves, each by the colour on turn
+        (``_moves_from_root``), and dropped otherwise (undo, a new game,
+        set-up stones, other rules, the same colour asked to move again) or
+        after ``restrict_root`` (its bans belong to one search). Self-play
+        calls this every move: the work is one compiled call
+        (``set_root``)."""
         hashes = game.history_hashes()
         key = self._position_key(game, hashes)
         ko = int(game.rec["ko"])
@@ -180,8 +208,13 @@ class Search:
         if self.cfg.reuse_tree and self._root_key is not None:
             if key == self._root_key and ko == self._root_ko:
                 reused = True
-            elif self._is_root_child(game, hashes):
-                reused = advance(self.ws, self.nodes, self.edges, game.moves[-1][1])
+            else:
+                path = self._moves_from_root(game, hashes)
+                if path is not None:
+                    for action in path:
+                        reused = advance(self.ws, self.nodes, self.edges, action)
+                        if not reused:
+                            break
         n = game.size
         if n != self._sym_n:
             from ..symmetry import action_map
@@ -194,6 +227,7 @@ class Search:
                  self._edge_room, self._node_room)
         self._root_key = key
         self._root_ko = ko
+        self._round_edges = self._leaves * (n * n + 1)
 
     def reset(self) -> None:
         tree_reset(self.ws, self.nodes)
@@ -216,7 +250,8 @@ class Search:
         return await self.playouts(ev, 1, forced)
 
     async def playouts(self, ev, count: int, forced: int = -1) -> int:
-        """``count`` playouts (all through root child ``forced`` when >= 0),
+        """``count`` playouts (all through the root child at place ``forced``
+        among the root's edges when >= 0),
         in rounds of up to ``leaves_per_await`` descents whose leaves wait on
         the network together (one commit, one await, one compiled call each
         way). This loop is the Python side of the hot path: keep it lean."""
@@ -228,9 +263,13 @@ class Search:
         c_keys, c_policy, c_wdl, c_score = cache.keys, cache.policy, cache.wdl, cache.score
         use_cache = c_keys.shape[0] > 0
         k_max = self._leaves
+        budget = self.budget_bytes
         done = requests = hits_total = 0
         try:
             while done < count:
+                if budget:
+                    self.make_room()
+                    nodes, edges = self.nodes, self.edges
                 planes, slot, room = reserve()
                 want = min(k_max, count - done, room)
                 leaves, completed, hits = descend_round(ws, nodes, edges, planes, slot, want, forced,
@@ -256,11 +295,25 @@ class Search:
                 counters.cache_hits += hits_total
         return done
 
+    def make_room(self) -> None:
+        """With a memory budget: pools with one round's edges and records
+        free, grown or pruned (``pools.make_room``)."""
+        self.nodes, self.edges, pruned = make_room(self.ws, self.nodes, self.edges, self._round_edges,
+                                                   self._leaves, self.budget_bytes)
+        self.prunes += pruned
+
     def root_node(self) -> int:
         return int(self.ws[0]["root_node"])
 
+    def root_expanded(self) -> bool:
+        """Whether the root has an edge for every legal move (a kept child
+        may have only some: the next playout gives it the rest)."""
+        return bool(root_complete(self.ws, self.nodes, self.edges))
+
     def root_children(self) -> int:
-        """Children of the root (0: not expanded yet)."""
+        """Edges of the root (0: not expanded yet): its children once it is
+        complete (``root_expanded``; a kept child may end with a tail edge
+        until the next playout)."""
         return int(root_summary(self.ws, self.nodes)[0])
 
     def root_actions(self) -> np.ndarray:
@@ -270,7 +323,8 @@ class Search:
 
     def pool_full(self, n: int) -> bool:
         """Whether the tree can no longer grow on an N x N board: less than
-        one expansion's edges or no node record is free."""
+        one expansion's edges or no node record is free (with a budget: until
+        the next round makes room)."""
         w = self.ws[0]
         return (int(w["edges_used"]) + n * n + 1 > self.edges.shape[0]
                 or int(w["nodes_used"]) >= self.nodes.shape[0])
@@ -278,6 +332,11 @@ class Search:
     def pool_bytes(self) -> int:
         """Memory of the tree pools (edges and node records)."""
         return self.edges.nbytes + self.nodes.nbytes
+
+    def pool_used_bytes(self) -> int:
+        """Memory of the pools' records in use."""
+        w = self.ws[0]
+        return int(w["edges_used"]) * self.edges.itemsize + int(w["nodes_used"]) * self.nodes.itemsize
 
     def root_visits(self) -> int:
         return int(root_summary(self.ws, self.nodes)[1])
@@ -342,7 +401,7 @@ class Search:
         self.sync(game)
         n = game.size
         spent = 0
-        if self.root_children() == 0:
+        if not self.root_expanded():
             await self.playout(ev)
             spent += 1
         if not allow_pass:
@@ -386,7 +445,7 @@ class Search:
         ok = kids["prior"] > 0
         acts = kids["action"].astype(np.int64)
         logits[acts[ok]] = np.log(kids["prior"][ok])
-        child_of[acts] = np.arange(first, first + k)
+        child_of[acts] = np.arange(k)  # forced playouts name a root child by its place
         # forced visits: no prefix order at the root (its edges stay where they are)
         self.nodes[self.root_node()]["ordered"] = -1
         g = self.rng.gumbel(size=a_count)

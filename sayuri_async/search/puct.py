@@ -18,7 +18,10 @@ descend     one playout's way down: replay the root position on the scratch
             are then encoded for the network) or at the end of the game
             (scored at once and backed up: no network request). With the
             node pool full, an edge without a record ends the descent at the
-            node above it, which is evaluated again. An edge that is not a
+            node above it, which is evaluated again. At a partly expanded
+            node whose tail edge wins the selection (its best move has no
+            edge yet) the descent stops there and asks the network about it
+            again for more edges (``tree.widen``). An edge that is not a
             legal move where the descent stands (superko, or simple-illegal
             in a tree kept for another position) is closed (prior -1) and
             the descent starts again: each restart closes an edge for good,
@@ -49,8 +52,8 @@ from ..features import encode_simple_v1
 from ..go.scoring import area_map
 from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3
 from ..infer.cache import cache_lookup, cache_store
-from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, add_virtual_loss,
-                   backup, collect_moves, finish, in_game_table, new_node, transform_planes)
+from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, TAIL,
+                   add_virtual_loss, backup, collect_moves, finish, in_game_table, new_node, transform_planes)
 
 TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
 COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
@@ -74,7 +77,11 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
     Unvisited children share the FPU value, so only the one of highest prior
     can win among them; visited children form a prefix (see ``tree.py``), so
     the loop stops at the first unvisited edge instead of touching all of
-    them. A node with ``ordered < 0`` (a Gumbel root) is scanned in full."""
+    them. A node with ``ordered < 0`` (a Gumbel root) is scanned in full.
+    A partly expanded node's tail edge (``tree.py``, "partial") comes after
+    its other edges and has the prior of the best move left out, so it is
+    scored as full edges would score that move, and only once every written
+    move is visited; the descent widens the node when it wins."""
     nd = nodes[node]
     first = nd.first
     end = first + nd.nchild
@@ -184,13 +191,16 @@ def encode_leaf(ident: int, rec, out) -> None:
 
 @njit(cache=True)
 def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) -> np.uint64:
-    """One descent. ``forced`` >= 0 is the edge index of the root child to
-    take. The path (node records) is kept in ``ws.paths[leaf_slot]``. The
-    answer is TERMINAL (0) when the playout ended the game and was backed up
-    already, COLLISION (2) when it met a pending leaf (nothing changed), else
-    the leaf's (odd) cache key: the leaf is marked PENDING, the path carries
-    a virtual loss, the planes (encoder ``ws.encoder``) are in
-    ``planes[slot]``, and ``tree.finish`` completes the playout."""
+    """One descent. ``forced`` >= 0 is the root child to take (its place
+    among the root's edges). The path (node records) is kept in
+    ``ws.paths[leaf_slot]``. The answer is TERMINAL (0) when the playout
+    ended the game and was backed up already, COLLISION (2) when it met a
+    pending leaf (nothing changed), else the leaf's (odd) cache key: the
+    leaf is marked PENDING, the path carries a virtual loss, the planes
+    (encoder ``ws.encoder``) are in ``planes[slot]``, and ``tree.finish``
+    completes the playout. The leaf is an expanded node to widen
+    (``ws.leaf_widen``) when selection chose a move it has no edge for, or
+    it is a root with only some edges (a kept child)."""
     w = ws[0]
     path = w.paths[leaf_slot]
     while True:
@@ -203,12 +213,17 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
             return np.uint64(COLLISION)
         restart = False
         terminal = False
-        while nodes[node].nchild > 0 and depth < path.shape[0] - 1:
+        r = nodes[node]
+        widen = r.nchild > 0 and edges[r.first + r.nchild - 1].action == TAIL  # a kept child: every edge first
+        while not widen and nodes[node].nchild > 0 and depth < path.shape[0] - 1:
             if depth == 0 and forced >= 0:
-                e = forced
+                e = nodes[node].first + forced
             else:
                 e = select_child(nodes, edges, node, w.params, depth == 0)
             if e < 0:
+                break
+            if edges[e].action == TAIL:
+                widen = True
                 break
             child = edges[e].child
             if child < 0 and w.nodes_used >= nodes.shape[0]:
@@ -250,8 +265,9 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
             w.terminal_value = v
             backup(ws, nodes, leaf_slot, v, False)
             return np.uint64(TERMINAL)
-        if nodes[node].nchild == 0:
+        if nodes[node].nchild == 0 or widen:
             collect_moves(ws, leaf_slot)
+        w.leaf_widen[leaf_slot] = 1 if widen else 0
         nodes[node].state = PENDING
         add_virtual_loss(ws, nodes, leaf_slot)
         encode_leaf(w.encoder, rec, planes[slot])

@@ -8,6 +8,9 @@ root        ``ws.root_node``: the node record of the searched position; its
             ``tree.py``), in no fixed order (selection reorders them).
 open child  a root edge with prior >= 0: not restricted by the caller
             (``ban_root_actions``), not found to repeat a position (superko).
+complete    a root with an edge for every legal move. A root kept from a
+            child may still end with a tail edge (``tree.py``, "partial"):
+            the next descent completes it, and these functions skip it.
 ``[A]``     arrays over actions (points, pass last) that the root's
             children are reported into; actions without a child read 0.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from .tree import tree_reset
+from .tree import TAIL, tree_reset
 
 
 @njit(cache=True)
@@ -32,6 +35,8 @@ def root_stats(ws, nodes, edges, visits, q, prior) -> None:
     for i in range(root.first, root.first + root.nchild):
         e = edges[i]
         a = e.action
+        if a == TAIL:
+            continue
         prior[a] = e.prior
         if e.child >= 0:
             c = nodes[e.child]
@@ -56,9 +61,21 @@ def root_actions(ws, nodes, edges, out) -> int:
     returns how many."""
     w = ws[0]
     root = nodes[w.root_node]
+    k = 0
     for j in range(root.nchild):
-        out[j] = edges[root.first + j].action
-    return root.nchild
+        a = edges[root.first + j].action
+        if a != TAIL:
+            out[k] = a
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def root_complete(ws, nodes, edges) -> bool:
+    """Whether the root is expanded with an edge for every legal move."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    return root.nchild > 0 and edges[root.first + root.nchild - 1].action != TAIL
 
 
 @njit(cache=True)
@@ -124,7 +141,7 @@ def ban_root_actions(ws, nodes, edges, actions) -> bool:
     end = first + root.nchild
     left = 0
     for i in range(first, end):
-        if edges[i].prior < 0.0:
+        if edges[i].prior < 0.0 or edges[i].action == TAIL:
             continue
         banned = False
         for j in range(actions.shape[0]):
@@ -153,7 +170,7 @@ def root_choices(ws, nodes, edges) -> int:
     root = nodes[w.root_node]
     k = 0
     for i in range(root.first, root.first + root.nchild):
-        if edges[i].prior >= 0.0:
+        if edges[i].prior >= 0.0 and edges[i].action != TAIL:
             k += 1
     return k
 
@@ -174,7 +191,7 @@ def mix_root_noise(ws, nodes, edges, gammas, eps: float) -> None:
     j = 0
     for i in range(root.first, root.first + root.nchild):
         e = edges[i]
-        if e.prior >= 0.0 and j < gammas.shape[0]:
+        if e.prior >= 0.0 and e.action != TAIL and j < gammas.shape[0]:
             e.prior = (1.0 - eps) * e.prior + eps * gammas[j] / total
             j += 1
     if root.ordered > 0:

@@ -16,16 +16,26 @@ edges       ``[edge capacity]`` records of EDGE_DTYPE: one per child of an
             repeats an earlier position (superko), or that the caller ruled
             out at the root (``Search.restrict_root``), gets prior -1:
             selection skips it.
-nodes       ``[node capacity]`` records of NODE_DTYPE: one per position a
+partial     with ``P_EDGES_PER_EXPANSION`` > 0 a node other than the root
+            gets edges only for that many moves of highest prior, already in
+            selection order, and then a *tail edge* (action TAIL, child -1)
+            whose prior is that of the best move left out. Selection treats
+            it as the next unvisited child, which is what full edges would
+            show it; when it wins, the descent asks the network about the
+            node again and ``widen`` writes a new block with twice the edges
+            (all of them at the root); that playout backs up nothing. A node
+            has every move when its last edge is not a tail edge.
+nodes       ``[node records]`` records of NODE_DTYPE: one per position a
             descent went into (the root, then each child on its first visit;
             ``new_node``), so most edges never get one. ``wsum`` is the sum
             of values backed up through the node, from the point of view of
             the player who made the move into it, so ``wsum / visits`` is
             that player's Q for choosing this child. A node with a record has
             at least one visit (real or virtual).
-capacities  both pools only grow until the tree starts afresh
-            (``tree_reset``); ``ws.edges_used`` and ``ws.nodes_used`` count
-            what is taken. A full edge pool leaves a new leaf unexpanded (the
+capacities  ``pools.py`` sizes the pools, grows them under a memory budget
+            and compacts or prunes them there; else they only fill until the
+            tree starts afresh (``tree_reset``). ``ws.edges_used`` and
+            ``ws.nodes_used`` count what is taken. A full edge pool leaves a new leaf unexpanded (the
             next descent that reaches it asks the network again); a full node
             pool ends a descent at the expanded node it reached, which is
             evaluated again (its edges stay as they are). Neither stops a
@@ -74,7 +84,7 @@ MAX_LEAVES = 16  # leaves one search may have waiting on the network at once
 MAX_ACTIONS = B.MAX_N * B.MAX_N + 1
 SYM_BUF = 64 * B.MAX_N * B.MAX_N  # planes x points of the largest encoder and board
 PENDING = 1  # node state: waiting on the network for its edges
-EDGES_PER_NODE = 32  # a derived node pool holds one record per this many edges
+TAIL = -1  # the action of a tail edge (see "partial")
 
 NODE_DTYPE = np.dtype(  # 24 bytes
     [
@@ -99,6 +109,7 @@ EDGE_DTYPE = np.dtype(  # 12 bytes
 
 # params vector
 P_C_INIT, P_C_BASE, P_FPU_REDUCTION, P_FPU_ROOT, P_MAX_MOVES_FACTOR, P_RANDOM_SYMMETRY = 0, 1, 2, 3, 4, 5
+P_EDGES_PER_EXPANSION = 6  # edges a non-root expansion writes (0: one per legal move)
 N_PARAMS = 8
 
 WS_DTYPE = np.dtype(
@@ -124,6 +135,9 @@ WS_DTYPE = np.dtype(
         ("leaf_key", np.uint64, (MAX_LEAVES,)),  # cache key of each waiting leaf
         ("leaf_moves", np.int16, (MAX_LEAVES, MAX_ACTIONS)),  # its children to be (collect_moves)
         ("leaf_nmoves", np.int32, (MAX_LEAVES,)),
+        ("leaf_widen", np.int8, (MAX_LEAVES,)),  # 1: the leaf is an expanded node that gets more edges
+        ("prior_buf", np.float32, (MAX_ACTIONS,)),  # the expanding leaf's priors, in leaf_moves order
+        ("action_mark", np.uint8, (MAX_ACTIONS,)),  # scratch: actions that have an edge already (widen)
         ("terminal_value", np.float64),
     ],
     align=True,
@@ -140,15 +154,6 @@ def new_nodes(capacity: int) -> np.ndarray:
 
 def new_edges(capacity: int) -> np.ndarray:
     return np.zeros(capacity, dtype=EDGE_DTYPE)
-
-
-def derived_node_capacity(edge_capacity: int) -> int:
-    """Node records for a pool of ``edge_capacity`` edges when not set: one
-    per EDGES_PER_NODE edges, at least 256. A search adds at most one record
-    per playout (plus the root) but up to N*N + 1 edges per playout, so a
-    pool sized for one search's edges on boards from 7x7 up has records to
-    spare."""
-    return max(edge_capacity // EDGES_PER_NODE, 256)
 
 
 @njit(cache=True)
@@ -249,43 +254,155 @@ def collect_moves(ws, leaf_slot: int) -> int:
 
 
 @njit(cache=True)
-def expand(ws, nodes, edges, node: int, leaf_slot: int, policy, row: int, sym: int) -> int:
-    """Give the pending ``node`` its edges: one per action listed for
-    ``leaf_slot`` (``collect_moves``), with priors from ``policy[row]`` (a
-    policy over the board as transformed by symmetry ``sym``) renormalised
-    over them. The edges are written once, here, in one pass: a search
-    touches each new edge's memory only when its prior is known. The node
-    stops being pending; it stays a leaf when the edge pool is full, and a
-    node that has edges already (evaluated again: see ``capacities``) keeps
-    them. Returns the number of edges written."""
-    w = ws[0]
-    nd = nodes[node]
-    nd.state = 0
-    if nd.nchild > 0:
-        return 0
-    nd.ordered = 0
-    moves = w.leaf_moves[leaf_slot]
-    k = w.leaf_nmoves[leaf_slot]
-    first = w.edges_used
-    if first + k > edges.shape[0]:
-        return 0
+def leaf_priors(w, k: int, moves, policy, row: int, sym: int) -> None:
+    """The priors of the ``k`` actions ``moves`` into ``w.prior_buf``: from
+    ``policy[row]`` (a policy over the board as transformed by symmetry
+    ``sym``), renormalised over them (uniform when they sum to 0)."""
     pol = policy[row]
     smap = w.sym_map[sym]
+    buf = w.prior_buf
     total = 0.0
     for i in range(k):
         total += pol[smap[moves[i]]]
     inv = 1.0 / total if total > 0.0 else 0.0
     uniform = 1.0 / k
     for i in range(k):
-        e = edges[first + i]
-        a = moves[i]
-        e.action = a
-        e.prior = pol[smap[a]] * inv if total > 0.0 else uniform
-        e.child = -1
+        buf[i] = pol[smap[moves[i]]] * inv if total > 0.0 else uniform
+
+
+@njit(cache=True)
+def select_step(moves, buf, i: int, k: int) -> None:
+    """One step of the selection sort that ``puct.select_child`` does lazily
+    on a node's edges: the first action of highest prior among positions
+    ``i .. k - 1`` swaps into position ``i`` (ties: the earlier one stays).
+    Running it here for the positions an expansion writes gives them the
+    order full edges would take, ties included."""
+    m = i
+    for j in range(i + 1, k):
+        if buf[j] > buf[m]:
+            m = j
+    if m != i:
+        a, p = moves[i], buf[i]
+        moves[i], buf[i] = moves[m], buf[m]
+        moves[m], buf[m] = a, p
+
+
+@njit(cache=True)
+def write_edge(e, action: int, prior: float) -> None:
+    e.action = action
+    e.prior = prior
+    e.child = -1
+
+
+@njit(cache=True)
+def expand(ws, nodes, edges, node: int, leaf_slot: int, policy, row: int, sym: int, is_root: bool) -> int:
+    """Give the pending ``node`` its edges from ``policy[row]`` (see
+    ``leaf_priors``) over the actions listed for ``leaf_slot``
+    (``collect_moves``). A root, or any node when ``P_EDGES_PER_EXPANSION``
+    is 0 or at least the legal moves, gets one edge per legal move, in list
+    order (selection orders them lazily); otherwise the node gets edges for
+    that many moves of highest prior, already in selection order, and a
+    tail edge with the prior of the next one (``widen`` adds more when
+    selection reaches it). The edges are written once, here, in one pass:
+    a search touches each new edge's memory only when its prior is known.
+    The node stops being pending; it stays a leaf when the edge pool lacks
+    the room, and a node that has edges already (evaluated again: see
+    ``capacities``) keeps them. Returns the number of edges written."""
+    w = ws[0]
+    nd = nodes[node]
+    nd.state = 0
+    if w.leaf_widen[leaf_slot]:
+        return widen(ws, nodes, edges, node, leaf_slot, policy, row, sym, is_root)
+    if nd.nchild > 0:
+        return 0
+    moves = w.leaf_moves[leaf_slot]
+    k = w.leaf_nmoves[leaf_slot]
+    limit = int(w.params[P_EDGES_PER_EXPANSION])
+    partial = not is_root and 0 < limit < k
+    write = limit + 1 if partial else k
+    first = w.edges_used
+    if first + write > edges.shape[0]:
+        return 0
+    if partial:
+        leaf_priors(w, k, moves, policy, row, sym)
+        buf = w.prior_buf
+        for i in range(write):  # the written moves and the first one left out
+            select_step(moves, buf, i, k)
+        for i in range(limit):
+            write_edge(edges[first + i], moves[i], buf[i])
+        write_edge(edges[first + limit], TAIL, buf[limit])
+        nd.ordered = write
+    else:  # every move, priors straight into the edges: one pass (self-play's hot path)
+        pol = policy[row]
+        smap = w.sym_map[sym]
+        total = 0.0
+        for i in range(k):
+            total += pol[smap[moves[i]]]
+        inv = 1.0 / total if total > 0.0 else 0.0
+        uniform = 1.0 / k
+        for i in range(k):
+            a = moves[i]
+            write_edge(edges[first + i], a, pol[smap[a]] * inv if total > 0.0 else uniform)
+        nd.ordered = 0
     nd.first = first
-    nd.nchild = k
-    w.edges_used = first + k
-    return k
+    nd.nchild = write
+    w.edges_used = first + write
+    return write
+
+
+@njit(cache=True)
+def widen(ws, nodes, edges, node: int, leaf_slot: int, policy, row: int, sym: int, is_root: bool) -> int:
+    """More edges for the partly expanded ``node`` (its last edge a tail
+    edge), whose listed actions and fresh network answer are those of
+    ``expand``: a new block that starts with its present edges (children,
+    closed edges and all) followed by the next moves in selection order that
+    have none, up to twice as many in all (every legal move at the root),
+    and a tail edge when moves are still left out. The old block is left
+    behind (a compaction reclaims it, ``pools.py``). With the same priors as
+    the first answer the new edges are exactly those full edges would have
+    shown selection next. Returns the edges added; 0 when the pool lacks the
+    room (a fixed pool: the node drops its tail edge and keeps the children
+    it has)."""
+    w = ws[0]
+    nd = nodes[node]
+    moves = w.leaf_moves[leaf_slot]
+    k = w.leaf_nmoves[leaf_slot]
+    src = nd.first
+    old = nd.nchild - 1  # the edges of moves; the last is the tail edge
+    target = k if is_root else min(k, max(2 * old, int(w.params[P_EDGES_PER_EXPANSION])))
+    first = w.edges_used
+    if target <= old or first + target + 1 > edges.shape[0]:
+        nd.nchild = old
+        return 0
+    leaf_priors(w, k, moves, policy, row, sym)
+    buf = w.prior_buf
+    mark = w.action_mark
+    for j in range(old):
+        e = edges[src + j]
+        d = edges[first + j]
+        d.action, d.prior, d.child = e.action, e.prior, e.child
+        mark[e.action] = 1
+    n = old
+    for i in range(k):
+        if not is_root:
+            select_step(moves, buf, i, k)
+        a = moves[i]
+        if mark[a]:
+            continue
+        if n == target:
+            write_edge(edges[first + n], TAIL, buf[i])
+            n += 1
+            break
+        write_edge(edges[first + n], a, buf[i])
+        n += 1
+    for j in range(old):
+        mark[edges[first + j].action] = 0
+    nd.first = first
+    nd.nchild = n
+    # visited children stay a prefix; the root's new edges are in list order
+    nd.ordered = 0 if is_root else n
+    w.edges_used = first + n
+    return n - old
 
 
 @njit(cache=True)
@@ -338,14 +455,30 @@ def add_virtual_loss(ws, nodes, leaf_slot: int) -> None:
 
 
 @njit(cache=True)
+def remove_virtual_loss(ws, nodes, leaf_slot: int) -> None:
+    w = ws[0]
+    path = w.paths[leaf_slot]
+    for i in range(w.depths[leaf_slot] + 1):
+        nd = nodes[path[i]]
+        nd.visits -= 1
+        nd.wsum += 1.0
+
+
+@njit(cache=True)
 def finish(ws, nodes, edges, leaf_slot: int, policy, wdl, row: int) -> None:
     """Finish the playout waiting in ``leaf_slot`` with the network's answer
     ``policy[row]``, ``wdl[row]``: edges for the leaf, then the backup of
-    ``win - loss`` in place of the virtual loss."""
+    ``win - loss`` in place of the virtual loss. A widening (``leaf_widen``)
+    backs up nothing: the node gets its edges and loses the virtual loss,
+    and the next descent through it goes on as it would have with every
+    edge written (no visit is counted twice)."""
     w = ws[0]
-    leaf = w.paths[leaf_slot, w.depths[leaf_slot]]
+    depth = w.depths[leaf_slot]
+    leaf = w.paths[leaf_slot, depth]
     if nodes[leaf].state == PENDING:
-        expand(ws, nodes, edges, leaf, leaf_slot, policy, row, w.leaf_sym[leaf_slot])
+        expand(ws, nodes, edges, leaf, leaf_slot, policy, row, w.leaf_sym[leaf_slot], depth == 0)
+    if w.leaf_widen[leaf_slot]:
+        w.leaf_widen[leaf_slot] = 0
+        remove_virtual_loss(ws, nodes, leaf_slot)
+        return
     backup(ws, nodes, leaf_slot, wdl[row, 0] - wdl[row, 2], True)
-
-

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from ..configfile import Bad, at_least, check_tables, fill, read_toml, require, within
 from ..search.mcts import SearchConfig
+from ..search.pools import selfplay_edges
 
 
 @dataclass
@@ -72,20 +73,12 @@ class SelfplayConfig:
     search: SearchConfig = field(default_factory=SearchConfig)
 
     def search_config(self) -> SearchConfig:
-        """The search settings with ``node_capacity = 0`` resolved: a search
-        adds at most ``room = (playouts + 1) x (N*N + 1)`` edges on the
-        largest board; the edge pool holds three times that, and a kept tree
-        is dropped before a search when less than ``room`` is free, so a
-        search never runs out and the tree is kept while it takes up to two
-        thirds. The node records (``node_records = 0``: one per 32 edges)
-        and their room scale alike, and a search adds at most playouts + 1 of
-        them, far less than ``room / 32`` from 7x7 up. Small pools stay in
-        the CPU caches; 64 games of 200,000 edges would touch 150 MB."""
-        if self.search.node_capacity > 0:
+        """The search settings with ``edge_capacity = 0`` resolved from the
+        playouts and the largest board (``pools.selfplay_edges``)."""
+        if self.search.edge_capacity > 0 or self.search.tree_memory_mb > 0:
             return self.search
-        n = max(self.board_sizes)
-        room = (max(self.playouts, self.reduce_playouts) + 1) * (n * n + 1)
-        return replace(self.search, node_capacity=max(3 * room, 20_000), search_nodes=room)
+        edges, room = selfplay_edges(max(self.playouts, self.reduce_playouts), max(self.board_sizes))
+        return replace(self.search, edge_capacity=edges, search_edges=room)
 
     def __post_init__(self) -> None:
         """Range checks (see ``configfile``): ``Bad`` naming the key."""
