@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from sayuri_async.configfile import recheck
-from sayuri_async.usererror import UserError, check_device, input_file, one_line
+from sayuri_async.usererror import ArgumentParser, UserError, check_device, input_file, one_line
 
 from .commands import Dispatcher, log
 from .config import ConfigError, GtpConfig, load_config
@@ -174,7 +174,7 @@ def _silence_stdout() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="sayuri-async gtp",
         description="Speak GTP version 2 on stdin/stdout (Sabaki, Lizzie, GoGui, match runners).",
     )

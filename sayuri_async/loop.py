@@ -36,7 +36,6 @@ gating      with ``gating = true`` the new network becomes the best only if it
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import csv
 import json
@@ -50,7 +49,7 @@ from .configfile import Bad, ConfigError, at_least, check_tables, fill, read_tom
 from .fileio import atomic_path, clean_stale_temps
 from .killpoint import kill_point
 from .console import console as wide_console
-from .usererror import answered, check_device, output_folder
+from .usererror import ArgumentParser, answered, check_device, output_folder
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
 PHASES = ("selfplay", "train", "eval")
@@ -361,7 +360,7 @@ class Loop:
 
 @answered("loop")
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="sayuri-async loop", description="The RL loop: self-play, train, evaluate.")
+    p = ArgumentParser(prog="sayuri-async loop", description="The RL loop: self-play, train, evaluate.")
     p.add_argument("--config", required=True, help="loop TOML (e.g. configs/loop-9x9.toml)")
     p.add_argument("--workspace", required=True, help="folder for the whole run (created if missing)")
     p.add_argument("--generations", type=int, help="override [loop] generations")

@@ -35,7 +35,7 @@ from .go.sgf import SgfInfo, save_sgf_file
 from .gtpclient import probe_engine
 from .referee import GtpPlayer, Player, referee_game
 from .console import console as wide_console
-from .usererror import UserError, answered, at_least, check_device, output_folder
+from .usererror import ArgumentParser, UserError, answered, at_least, check_device, output_folder
 
 __all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "make_player", "main",
            "print_result", "ratings", "run_match"]
@@ -257,7 +257,7 @@ def print_result(res: MatchResult, console=None) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sayuri-async match", description="Play networks or GTP engines against each other.")
+    p = ArgumentParser(prog="sayuri-async match", description="Play networks or GTP engines against each other.")
     p.add_argument("players", nargs="+", help="weights files, 'random', or GTP command lines (quoted); "
                                               "two for a match, more for a round robin with ratings")
     p.add_argument("--games", type=int, default=20, help="games per pair")

@@ -21,6 +21,10 @@ one line     ``sayuri-async <command>: <message>`` on stderr, whitespace folded
              to single spaces, never a traceback. An ``OSError`` that reaches
              the top names its file and reads as a RunFailure; an interrupt
              exits 130. Anything else is a bug and keeps its traceback.
+parser       ``ArgumentParser``: argparse's, except that a mistake on the
+             command line (an unknown option, a missing or malformed value)
+             is a UserError too: the one line, not argparse's usage text
+             and a second line. ``--help`` prints the whole usage as ever.
 checks       ``input_file``, ``output_folder``, ``check_device`` and
              ``at_least`` raise UserError naming the option, so every
              subcommand checks files, folders, devices and numbers the same
@@ -28,6 +32,7 @@ checks       ``input_file``, ``output_folder``, ``check_device`` and
 """
 from __future__ import annotations
 
+import argparse
 import functools
 import os
 import re
@@ -35,6 +40,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 EXIT_USER = 2
 EXIT_RUN = 1
@@ -51,6 +57,13 @@ class RunFailure(Exception):
     """A failure during a run (exit status 1)."""
 
     exit_status = EXIT_RUN
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose command-line mistakes are UserErrors."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(f"{message} (see {self.prog} --help)")
 
 
 def one_line(text: object) -> str:

@@ -119,6 +119,10 @@ CASES = [
     ("plot {missing}", ["{missing}", "no such log"]),
     ("plot {log}", ["log.csv", "not a training log"]),
     ("plot {empty}", ["train_log.csv", "no such log"]),
+    # export
+    ("export {missing} -o {dir}/x.txt", ["{missing}", "no such"]),
+    ("export {garbage} -o {dir}/x.txt", ["garbage.safetensors"]),
+    ("export {garbage} -o {empty}", ["-o", "a folder"]),
     # the dispatcher
     ("bench", ["unknown command 'bench'"]),
 ]
@@ -149,6 +153,17 @@ def test_a_user_mistake_is_one_line_and_exit_status_2(command, words, files, cap
     last = lines[-1]
     for w in words:
         assert w.format(**files) in last, f"{command}: {last!r} lacks {w!r}"
+
+
+@pytest.mark.parametrize("command", sorted(cli.SUBCOMMANDS))
+def test_a_command_line_mistake_is_one_line_not_the_usage_text(command, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    status, err = run_in_process(f"{command} --no-such-option 3", capsys)
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("compiling ")]  # cold cache
+    assert status == 2 and len(lines) == 1, err
+    assert lines[0].startswith(f"sayuri-async {command}: "), err
+    assert "--no-such-option" in lines[0] or "required" in lines[0], err
+    assert f"sayuri-async {command} --help" in lines[0], err
 
 
 def test_the_cases_cover_every_subcommand():

@@ -19,11 +19,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..usererror import UserError, answered, input_file, output_folder
+from ..usererror import ArgumentParser, UserError, answered, input_file, output_folder
 
 
 def _weights_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sayuri-async import-weights",
+    p = ArgumentParser(prog="sayuri-async import-weights",
                                 description="Convert a Sayuri weights file (text or float32bin) to our format.")
     p.add_argument("file", help="Sayuri weights file (versions 3-5, 43 input planes)")
     p.add_argument("-o", "--out", required=True, help="output file (safetensors)")
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
 @answered("import-data")
 def data_main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="sayuri-async import-data",
+    p = ArgumentParser(prog="sayuri-async import-data",
                                 description="Convert Sayuri training data (record version 2) into our chunks.")
     p.add_argument("files", nargs="+", help="Sayuri data files (.gz or plain text), taken in this order")
     p.add_argument("-o", "--out", required=True, help="folder for the chunks (e.g. <run>/data)")

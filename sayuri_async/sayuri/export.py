@@ -25,12 +25,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from .model import SayuriNet
 from .weights import Layer, write_sayuri
+from ..usererror import ArgumentParser, RunFailure, UserError, answered, input_file, output_folder
 
 CHECK_TOLERANCE = 1e-4
 FORMATS = ("text", "bin")
@@ -95,10 +97,13 @@ def max_difference(a: SayuriNet, b: SayuriNet, sizes: tuple[int, ...] = (9, 19))
     return worst
 
 
+class ExportMismatch(RunFailure):
+    """The written file does not read back as the network (exit status 1)."""
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sayuri-async export",
-                                description="Write a Sayuri network (an import or a trained export) as a "
-                                            "Sayuri weights file.")
+    p = ArgumentParser(prog="sayuri-async export",
+                       description="Write a Sayuri network (an import or a trained export) as a Sayuri weights file.")
     p.add_argument("weights", help="a Sayuri network: our import or the trainer's export (.safetensors), "
                                    "or a Sayuri weights file")
     p.add_argument("-o", "--out", required=True, help="the Sayuri weights file to write (e.g. net.bin.txt)")
@@ -108,28 +113,28 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@answered("export")
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from ..net.weights import WeightsError
     from .weights import import_sayuri, load_any_weights
 
+    input_file(args.weights, "", "weights file")
+    out = Path(args.out)
+    if out.is_dir():
+        raise UserError(f"-o {out}: a folder; give the file to write (e.g. {out / 'net.bin.txt'})")
+    output_folder(out.parent, "-o")
     try:
         net, _ = load_any_weights(args.weights)
     except WeightsError as e:
-        print(f"export: {e}", file=sys.stderr)
-        return 2
+        raise UserError(str(e)) from None
     if not isinstance(net, SayuriNet):
-        print(f"export: {args.weights}: not a Sayuri network ({net.config.short_name} of our own "
-              "architecture; Sayuri's format holds only Sayuri's)", file=sys.stderr)
-        return 2
+        raise UserError(f"{args.weights}: not a Sayuri network ({net.config.short_name} of our own "
+                        "architecture; Sayuri's format holds only Sayuri's)")
     try:
         export_sayuri(net, args.out, binary=args.format == "bin")
     except ValueError as e:
-        print(f"export: {args.weights}: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"export: cannot write {args.out}: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
+        raise UserError(f"{args.weights}: {e}") from None
     cfg = net.config
     print(f"wrote {args.out}: Sayuri weights version {cfg.version}, {cfg.short_name}, {args.format}")
     if args.no_check:
@@ -138,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     diff = max_difference(net, back)
     print(f"read back: largest output difference {diff:.2e} on empty 9x9 and 19x19 boards")
     if not diff < CHECK_TOLERANCE:
-        print(f"export: {args.out}: read back differs by {diff:.2e} (over {CHECK_TOLERANCE:g})", file=sys.stderr)
-        return 1
+        raise ExportMismatch(f"{args.out}: read back differs by {diff:.2e} (over {CHECK_TOLERANCE:g})")
     return 0
 
 

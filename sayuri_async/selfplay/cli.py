@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 
 from ..configfile import ConfigError
-from ..usererror import answered, check_device, input_file, output_folder
+from ..usererror import ArgumentParser, answered, check_device, input_file, output_folder
 from .config import add_device_model_options, device_model_overrides, load_selfplay_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "selfplay-9x9.toml"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sayuri-async selfplay", description="Self-play games with a live view.")
+    p = ArgumentParser(prog="sayuri-async selfplay", description="Self-play games with a live view.")
     p.add_argument("--config", help="TOML config (default: configs/selfplay-9x9.toml when present)")
     p.add_argument("--weights", help="network weights (.safetensors); random network when absent")
     p.add_argument("--out", help="output folder (data/ and sgf/ go under it)")

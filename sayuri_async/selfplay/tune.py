@@ -46,7 +46,7 @@ from pathlib import Path
 
 from ..configfile import ConfigError
 from ..console import console as wide_console
-from ..usererror import UserError, answered, check_device, input_file, output_folder
+from ..usererror import ArgumentParser, UserError, answered, check_device, input_file, output_folder
 from ..infer.stats import add_efficiency, rates
 from .config import SelfplayConfig, add_device_model_options, device_model_overrides, load_selfplay_config
 from .report import busy_label, device_rates_of, diagnose, host_load
@@ -463,7 +463,7 @@ def free_name(folder: Path, stem: str, suffix: str) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sayuri-async tune",
+    p = ArgumentParser(prog="sayuri-async tune",
                                 description="Measure self-play evals/s over a grid of settings and recommend one.")
     p.add_argument("--config", help="TOML config (default: configs/selfplay-9x9.toml)")
     p.add_argument("--weights", help="network weights (random network when absent)")

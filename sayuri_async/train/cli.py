@@ -16,11 +16,12 @@ import subprocess
 import sys
 
 from sayuri_async.train.config import ConfigError, load_config, override
-from sayuri_async.usererror import UserError, answered, check_device, exit_status, input_file, output_folder
+from sayuri_async.usererror import (ArgumentParser, UserError, answered, check_device, exit_status, input_file,
+                                    output_folder)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="sayuri-async train",
         description="Train a network on self-play chunks and export weights the engine loads.")
     p.add_argument("--config", required=True, help="training TOML file (see configs/train-9x9.toml)")

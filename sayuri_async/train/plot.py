@@ -9,14 +9,13 @@ without it the command says so and exits with status 3.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import sys
 from pathlib import Path
 
 from sayuri_async.train.losses import LOSS_NAMES
-from sayuri_async.usererror import answered, output_folder
+from sayuri_async.usererror import ArgumentParser, answered, output_folder
 
 NO_MATPLOTLIB = 3
 
@@ -79,7 +78,7 @@ def plot_log(log: Path, out: Path) -> list[Path]:
 
 @answered("plot")
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="sayuri-async plot",
+    p = ArgumentParser(prog="sayuri-async plot",
                                 description="Draw loss and learning-rate curves from a training log.")
     p.add_argument("log", help="train_log.csv, or the run folder holding it")
     p.add_argument("--out", help="folder for the PNG files (default: beside the log)")
