@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("sayuri_async.bench", "print the engine's performance figures"),
     "import-weights": ("sayuri_async.sayuri.cli", "convert a Sayuri weights file to ours"),
     "import-data": ("sayuri_async.sayuri.data", "convert Sayuri training data to our chunks"),
+    "import-sgf": ("sayuri_async.sgf_import", "turn SGF game records into training chunks"),
     "plot": ("sayuri_async.train.plot", "draw loss and learning-rate curves from a training log"),
 }
 

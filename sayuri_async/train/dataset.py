@@ -157,6 +157,10 @@ def read_chunk(path: str | os.PathLike, board_size: int | None = None,
         raise ChunkError(f"{path}: 'next_action' out of range")
     if (np.abs(arrays["ownership"]) > 1).any():
         raise ChunkError(f"{path}: 'ownership' outside -1..1")
+    mask = arrays.setdefault("ownership_mask", np.ones(m, dtype=bool))  # optional: older chunks lack it
+    if mask.shape != (m,) or mask.dtype.kind != "b":
+        raise ChunkError(f"{path}: 'ownership_mask' has shape {list(mask.shape)} and dtype {mask.dtype}, "
+                         f"expected [{m}] bool")
     arrays["meta"] = meta
     return arrays
 
@@ -372,7 +376,7 @@ class ChunkStream(torch.utils.data.IterableDataset):
         return {k: np.concatenate([p[k] for p in parts]) for k in _TRAIN_KEYS}
 
 
-_TRAIN_KEYS = ("planes", "policy", "next_action", "wdl", "score", "ownership", "full_search")
+_TRAIN_KEYS = ("planes", "policy", "next_action", "wdl", "score", "ownership", "full_search", "ownership_mask")
 
 
 def make_batch(block: dict[str, np.ndarray], rows: np.ndarray, syms: np.ndarray | None,
@@ -383,7 +387,8 @@ def make_batch(block: dict[str, np.ndarray], rows: np.ndarray, syms: np.ndarray 
     ``[B, C, N, N]``; ``policy`` and ``opp_policy`` float32 ``[B, A]``;
     ``policy_mask`` (full-search rows) and ``opp_mask`` (rows with a next
     action) bool ``[B]``; ``wdl`` float32 ``[B, 3]``; ``score`` float32 ``[B]``;
-    ``ownership`` float32 ``[B, N*N]``.
+    ``ownership`` float32 ``[B, N*N]``; ``ownership_mask`` bool ``[B]``
+    (rows whose ownership target is known).
     """
     n = spec.board_size
     area = n * n
@@ -413,6 +418,7 @@ def make_batch(block: dict[str, np.ndarray], rows: np.ndarray, syms: np.ndarray 
         "wdl": block["wdl"][rows].astype(np.float32),
         "score": block["score"][rows].astype(np.float32),
         "ownership": own.reshape(b, area),
+        "ownership_mask": block["ownership_mask"][rows].astype(bool),
     }
 
 
@@ -420,7 +426,7 @@ def target_layout(n: int) -> list[tuple[str, int]]:
     """Columns of the packed ``targets`` array, in order: (name, width)."""
     a = n * n + 1
     return [("policy", a), ("opp_policy", a), ("wdl", 3), ("score", 1), ("ownership", n * n),
-            ("policy_mask", 1), ("opp_mask", 1)]
+            ("policy_mask", 1), ("opp_mask", 1), ("ownership_mask", 1)]
 
 
 def pack_targets(batch: dict[str, Any], n: int) -> np.ndarray:
