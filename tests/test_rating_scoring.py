@@ -132,3 +132,24 @@ def test_elo_interval_from_the_wilson_bounds():
     zero = MatchResult("a", "b", losses=10)
     lo, hi = zero.elo_interval()
     assert lo == -math.inf and math.isfinite(hi) and hi < 0
+
+
+@needs_gnugo
+def test_ladder_script_writes_markdown_and_json(tmp_path):
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import rate_gnugo
+
+    out = tmp_path / "rating"
+    assert rate_gnugo.main(["--weights", "random", "--levels", "1", "--games", "2", "--board", "7",
+                            "--playouts", "4", "--out", str(out), "--gnugo", GNUGO]) == 0
+    table = json.loads(out.with_suffix(".json").read_text())
+    row = table["levels"][0]
+    assert row["level"] == 1 and row["games"] == 2 and row["wins"] + row["losses"] + row["draws"] == 2
+    assert len(row["wilson95"]) == 2 and row["seconds_per_move"] > 0
+    md = out.with_suffix(".md").read_text()
+    assert "| 1 | 2 |" in md and "Wilson" in md
+    assert rate_gnugo.main(["--weights", str(tmp_path / "nope"), "--out", str(out)]) == 2
