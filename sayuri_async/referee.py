@@ -5,7 +5,9 @@ Vocabulary
 Player      anything that can take part in a game: ``start`` (new board),
             ``play`` (the opponent's move), ``genmove`` (our move: an action,
             or -1 to resign), the clock hooks ``time_settings`` and
-            ``time_left`` (ignored unless the player keeps time), ``close``.
+            ``time_left`` (ignored unless the player keeps time),
+            ``dead_stones`` (its view of the dead stones at the end; None:
+            no opinion, the default), ``close``.
 GtpPlayer   a GTP engine as a Player: its own process started from a command
             line, or ``GtpPlayer.attach(proc)`` for a ``GtpProcess`` the
             caller owns. Each command waits in a thread, so other games go on.
