@@ -116,7 +116,10 @@ class GtpPlayer(Player):
         return p
 
     def fork(self) -> "GtpPlayer":
-        return GtpPlayer(self.command, self.timeout)
+        """A player for one more concurrent game: its own process, the same name."""
+        p = GtpPlayer(self.command, self.timeout)
+        p.name = self.name
+        return p
 
     async def send(self, cmd: str) -> str:
         assert self.proc is not None

@@ -153,3 +153,10 @@ def test_ladder_script_writes_markdown_and_json(tmp_path):
     md = out.with_suffix(".md").read_text()
     assert "| 1 | 2 |" in md and "Wilson" in md
     assert rate_gnugo.main(["--weights", str(tmp_path / "nope"), "--out", str(out)]) == 2
+
+
+def test_a_forked_gtp_player_keeps_its_name():
+    g = GtpPlayer("/usr/games/gnugo --mode gtp --level 5")
+    g.name = "gnugo-l5"
+    f = g.fork()
+    assert f.name == "gnugo-l5" and f.command == g.command and f.proc is None
