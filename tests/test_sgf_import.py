@@ -152,3 +152,18 @@ def test_import_then_train_then_loop_init(tmp_path):
     sup = read_header(result.export)
     assert json.loads(gen1["config"]) == json.loads(sup["config"])  # 2x16, not the loop's 1x8
     assert json.loads(sup["config"])["channels"] == 16
+
+
+def test_loop_init_refuses_a_bad_file_and_a_started_workspace(tmp_path):
+    from sayuri_async.configfile import ConfigError
+    from sayuri_async.loop import Loop, LoopState
+    from test_loop import write_cfg
+
+    loop = Loop(write_cfg(tmp_path, 1), str(tmp_path / "ws"))
+    (tmp_path / "bad.safetensors").write_bytes(b"not weights")
+    with pytest.raises(ConfigError, match="not a weights file"):
+        loop.init_from(str(tmp_path / "bad.safetensors"))
+    assert not loop.ws.state_path.exists()
+    loop.ws.save_state(LoopState(generation=1, phase="train"))  # a started workspace (random start)
+    with pytest.raises(ConfigError, match="has started already"):
+        loop.init_from(str(tmp_path / "bad.safetensors"))
