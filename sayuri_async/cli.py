@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "import-weights": ("sayuri_async.sayuri.cli", "convert a Sayuri weights file to ours"),
     "import-data": ("sayuri_async.sayuri.data", "convert Sayuri training data to our chunks"),
     "export": ("sayuri_async.sayuri.export", "write a (trained) Sayuri network as a Sayuri weights file"),
+    "import-sgf": ("sayuri_async.sgf_import", "turn SGF game records into training chunks"),
     "plot": ("sayuri_async.train.plot", "draw loss and learning-rate curves from a training log"),
 }
 

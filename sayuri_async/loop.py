@@ -6,7 +6,8 @@ workspace   the folder that holds a whole run (created on first start):
               state.json        where the loop is: generation and phase, the
                                 best network, per-generation summaries
               weights/          gen-000001.safetensors ... (generation 0 is the
-                                random network and has no file)
+                                random network and has no file, or the
+                                ``--init`` network, gen-000000)
               data/, sgf/       self-play chunks and games of every generation
               checkpoints/      the trainer's checkpoints, exports and log
               logs/             generations.csv (the summary table)
@@ -30,6 +31,11 @@ signals     SIGINT and SIGTERM during self-play stop it cleanly and end the
 errors      a bad config or state file: one line, exit status 2; a failure
             during the run (self-play, training, a weights file, the disk):
             one line, exit status 1.
+init        ``--init WEIGHTS`` starts a new workspace from a trained network
+            (e.g. one supervised on ``import-sgf`` chunks): it is copied to
+            weights/gen-000000 and is the best network of generation 0, so
+            generation 1 self-plays with it and its training starts from its
+            parameters ([model] unused). A started workspace keeps its own.
 gating      with ``gating = true`` the new network becomes the best only if it
             wins at least ``gating_win_rate`` of the evaluation games;
             otherwise it always does (the evaluation is only reported).
@@ -246,7 +252,8 @@ class Loop:
         self.say(f"generation {st.generation}: train to step {target}"
                  + (f" (resuming at {last})" if resume else ""))
         # "auto" without a checkpoint: the first generation, started afresh over what a kill left
-        result = train(cfg, steps=target, resume=True if resume else "auto", refresh_window=refresh,
+        init = str(self.ws.root / st.best) if st.best_generation == 0 and st.best != "random" else None
+        result = train(cfg, steps=target, init=init, resume=True if resume else "auto", refresh_window=refresh,
                        progress=None)
         if result.export is None:
             raise TrainError(f"{ck}: training reached step {result.steps} without an exported network")
@@ -281,6 +288,29 @@ class Loop:
         lo, hi = res.wilson()
         return {"opponent": best.name, "wins": res.wins, "losses": res.losses, "draws": res.draws,
                 "win_rate": round(res.win_rate, 3), "ci": [round(lo, 3), round(hi, 3)]}
+
+    def init_from(self, weights: str) -> None:
+        """Begin a new workspace with ``weights`` as generation 0 (see the
+        vocabulary); ConfigError for a started workspace or a bad file."""
+        from .net.weights import WeightsError, load_weights
+
+        dest = self.ws.weights(0)
+        rel = str(dest.relative_to(self.ws.root))
+        if self.ws.state_path.exists():
+            st = self.ws.load_state()
+            if st.best == rel or st.best_generation > 0:
+                self.say(f"--init {weights}: the workspace has started already; it goes on with {st.best}")
+                return
+            raise ConfigError(f"{self.ws.state_path}: the workspace has started already, --init {weights} "
+                              "only begins a new one")
+        try:
+            load_weights(weights)
+        except (WeightsError, OSError) as e:
+            raise ConfigError(f"--init {weights}: not a weights file ({e})") from None
+        with atomic_path(dest) as tmp:
+            shutil.copyfile(weights, tmp)
+        self.ws.save_state(LoopState(best=rel, best_generation=0))
+        self.say(f"workspace {self.ws.root}: generation 1 starts from {weights} (copied to {rel})")
 
     # ---- driver --------------------------------------------------------------
     def run(self) -> int:
@@ -365,10 +395,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workspace", required=True, help="folder for the whole run (created if missing)")
     p.add_argument("--generations", type=int, help="override [loop] generations")
     p.add_argument("--tui", action="store_true", help="live view during self-play (plain lines otherwise)")
+    p.add_argument("--init", metavar="WEIGHTS", help="begin a new workspace from this network (generation 0)")
     args = p.parse_args(argv)
     output_folder(args.workspace, "--workspace")
     try:
         loop = Loop(args.config, args.workspace, use_tui=args.tui)
+        if args.init:
+            loop.init_from(args.init)
     except ConfigError as e:
         print(f"sayuri-async loop: {e}", file=sys.stderr)
         return 2

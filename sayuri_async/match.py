@@ -8,13 +8,22 @@ player      a network (a weights file, or ``random`` for the random network)
             ``"/usr/games/gnugo --mode gtp --level 1 --chinese-rules"``).
 game        alternating colours: game k gives black to A when k is even.
             Played by the one game loop, ``referee.referee_game`` (where
-            ``Player`` and ``GtpPlayer`` live): it ends on two passes (scored
-            by Tromp-Taylor area with komi) or a resignation; a move cap of
-            2 * N*N scores the board as it stands; an illegal move raises.
+            ``Player`` and ``GtpPlayer`` live): it ends on two passes or a
+            resignation; a move cap of 2 * N*N scores the board as it
+            stands; an illegal move raises. Two passes are counted by the
+            ``scoring`` rule (``agreed`` by default: dead stones that both
+            sides name are removed, a disagreement is played on; see
+            docs/rating.md).
+opening     games 2j and 2j+1 start from opening j (the same moves, colours
+            swapped), ``match_openings``: ``random_opening`` random moves
+            (from the third line in, legal, seeded), every opening distinct,
+            so no two games of a match repeat even between deterministic
+            players.
 MatchResult wins, losses and draws of A against B; ``win_rate`` counts a
             draw as half; ``wilson`` its 95% interval; ``elo`` the Elo
             difference ``-400 log10(1/p - 1)`` with the error of the delta
-            method.
+            method; ``elo_interval`` the Elo of the Wilson bounds (finite
+            unless a bound is 0 or 1); A's moves and seconds searching.
 ratings     Elo of several players from all pair results (Bradley-Terry,
             fitted by minorization-maximization), the first player at 0.
 """
@@ -22,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import sys
 from dataclasses import dataclass, field
@@ -33,12 +43,12 @@ from .go.board import MAX_N, MIN_N
 from .go.game import Game
 from .go.sgf import SgfInfo, save_sgf_file
 from .gtpclient import probe_engine
-from .referee import GtpPlayer, Player, referee_game
+from .referee import SCORINGS, GtpPlayer, Player, referee_game
 from .console import console as wide_console
 from .usererror import ArgumentParser, UserError, answered, at_least, check_device, output_folder
 
-__all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "make_player", "main",
-           "print_result", "ratings", "run_match"]
+__all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "elo_of_rate", "make_player",
+           "main", "match_openings", "print_result", "ratings", "run_match"]
 
 Z95 = 1.959964
 
@@ -55,6 +65,9 @@ class MatchResult:
     losses: int = 0
     draws: int = 0
     results: list[str] = field(default_factory=list)  # per game, A's view: "W", "L", "D"
+    a_moves: int = 0  # moves A chose (openings excluded)
+    a_seconds: float = 0.0  # wall time A spent choosing them
+    reasons: dict[str, int] = field(default_factory=dict)  # how games ended: count per reason
 
     @property
     def games(self) -> int:
@@ -77,6 +90,33 @@ class MatchResult:
     def elo(self) -> tuple[float, float]:
         """(Elo difference of A over B, its 95% error); infinite at 0% or 100%."""
         return elo_from_rate(self.win_rate, self.games)
+
+    def elo_interval(self, z: float = Z95) -> tuple[float, float]:
+        """The Elo differences of the Wilson interval's bounds."""
+        lo, hi = self.wilson(z)
+        return elo_of_rate(lo), elo_of_rate(hi)
+
+    def summary(self) -> dict:
+        """The figures as a JSON-ready dict (infinities as None)."""
+        def num(x: float) -> float | None:
+            return round(x, 1) if math.isfinite(x) else None
+
+        lo, hi = self.wilson()
+        elo_lo, elo_hi = self.elo_interval()
+        return {"a": self.a, "b": self.b, "games": self.games, "wins": self.wins, "losses": self.losses,
+                "draws": self.draws, "win_rate": round(self.win_rate, 4), "wilson95": [round(lo, 4), round(hi, 4)],
+                "elo": num(self.elo()[0]), "elo95": [num(elo_lo), num(elo_hi)],
+                "seconds_per_move": round(self.a_seconds / self.a_moves, 4) if self.a_moves else None,
+                "reasons": dict(sorted(self.reasons.items()))}
+
+
+def elo_of_rate(p: float) -> float:
+    """``-400 log10(1/p - 1)``: -inf at 0, +inf at 1."""
+    if p <= 0.0:
+        return -math.inf
+    if p >= 1.0:
+        return math.inf
+    return -400.0 * math.log10(1.0 / p - 1.0)
 
 
 def elo_from_rate(p: float, n: int) -> tuple[float, float]:
@@ -208,11 +248,49 @@ def make_player(spec: str, args) -> Player:
 # games
 
 
+OPENING_TRIES = 200  # draws per opening before the openings grow a move longer
+
+
+def match_openings(count: int, size: int, moves: int, seed: int) -> list[list[int]]:
+    """``count`` distinct openings of ``moves`` random legal moves each, drawn
+    from the third line in (the whole board below 7x7), seeded; when the
+    distinct openings of that length run short, later ones get a move more."""
+    if moves <= 0:
+        return [[] for _ in range(count)]
+    rng = np.random.default_rng(seed)
+    lo, hi = (2, size - 3) if size >= 7 else (0, size - 1)
+    points = [y * size + x for y in range(lo, hi + 1) for x in range(lo, hi + 1)]
+    seen: set[tuple[int, ...]] = set()
+    out: list[list[int]] = []
+    length = moves
+    while len(out) < count:
+        for _ in range(OPENING_TRIES):
+            game = Game(size)
+            opening = []
+            for _ in range(min(length, len(points))):
+                legal = [a for a in points if game.is_legal(a)]
+                a = int(rng.choice(legal))
+                game.play(a)
+                opening.append(a)
+            if tuple(opening) not in seen:
+                seen.add(tuple(opening))
+                out.append(opening)
+                break
+        else:
+            length += 1
+    return out
+
+
 async def run_match(a: Player, b: Player, games: int, size: int, komi: float, concurrency: int,
-                    sgf_dir: Path | None, on_game=None) -> MatchResult:
+                    sgf_dir: Path | None, on_game=None, *, scoring: str = "agreed", random_opening: int = 0,
+                    seed: int = 0) -> MatchResult:
+    """``games`` games of A against B, colours alternating, game pairs from
+    ``match_openings(random_opening, seed)``; two passes counted by
+    ``scoring`` (``referee.SCORINGS``)."""
     res = MatchResult(a.name, b.name)
     res.results = [""] * games
     sem = asyncio.Semaphore(concurrency)
+    openings = match_openings((games + 1) // 2, size, random_opening, seed)
 
     async def one(k: int) -> None:
         async with sem:
@@ -220,10 +298,14 @@ async def run_match(a: Player, b: Player, games: int, size: int, komi: float, co
             try:
                 a_black = k % 2 == 0
                 black, white = (pa, pb) if a_black else (pb, pa)
-                rec = await referee_game(black, white, size, komi)
+                rec = await referee_game(black, white, size, komi, opening=openings[k // 2], scoring=scoring)
             finally:
                 await pa.close()
                 await pb.close()
+            a_color = 1 if a_black else 2
+            res.a_moves += sum(1 for c, _ in rec.moves[len(openings[k // 2]):] if c == a_color)
+            res.a_seconds += rec.time_used[a_color]
+            res.reasons[rec.reason] = res.reasons.get(rec.reason, 0) + 1
             s = (1.0 if a_black else -1.0) * rec.score
             res.results[k] = "W" if s > 0 else "L" if s < 0 else "D"
             if s > 0:
@@ -247,13 +329,17 @@ def print_result(res: MatchResult, console=None) -> None:
 
     console = console or wide_console()
     lo, hi = res.wilson()
-    elo, err = res.elo()
+    elo, _ = res.elo()
+    elo_lo, elo_hi = res.elo_interval()
     t = Table(title=f"{res.a} vs {res.b}")
-    for col in ("games", f"{res.a} wins", "losses", "draws", "win rate", "95% interval", "Elo diff"):
+    for col in ("games", f"{res.a} wins", "losses", "draws", "win rate", "95% interval (Wilson)",
+                "Elo diff", "Elo 95% interval", f"{res.a} s/move"):
         t.add_column(col, justify="right")
     t.add_row(str(res.games), str(res.wins), str(res.losses), str(res.draws), f"{res.win_rate:.1%}",
-              f"{lo:.1%} .. {hi:.1%}", f"{elo:+.0f} ± {err:.0f}" if math.isfinite(elo) else f"{elo}")
+              f"{lo:.1%} .. {hi:.1%}", f"{elo:+.0f}", f"{elo_lo:+.0f} .. {elo_hi:+.0f}",
+              f"{res.a_seconds / res.a_moves:.3f}" if res.a_moves else "-")
     console.print(t)
+    console.print("games ended by: " + ", ".join(f"{k} {v}" for k, v in sorted(res.reasons.items())))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -273,6 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="cpu")
     p.add_argument("--sgf", default="", help="folder for the games' SGF (default: none)")
+    p.add_argument("--scoring", choices=SCORINGS, default="agreed",
+                   help="how two passes are counted: 'agreed' removes the dead stones both sides name and "
+                        "plays a disagreement on; 'tromp-taylor' counts every stone alive (docs/rating.md)")
+    p.add_argument("--random-opening", type=int, default=2,
+                   help="random moves opening each pair of games (colours swapped), all openings distinct")
+    p.add_argument("--seed", type=int, default=0, help="seed of the openings")
+    p.add_argument("--json", default="", help="also write the results (and ratings) to this JSON file")
     return p
 
 
@@ -315,16 +408,30 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(len(players)):
             for j in range(i + 1, len(players)):
                 out.append(await run_match(players[i], players[j], args.games, args.board, args.komi,
-                                           args.concurrency, sgf_dir, progress))
+                                           args.concurrency, sgf_dir, progress, scoring=args.scoring,
+                                           random_opening=args.random_opening, seed=args.seed))
         return out
 
+    for name, value in (("--games", args.games), ("--board", args.board), ("--concurrency", args.concurrency)):
+        if value < 1:
+            print(f"sayuri-async match: {name} must be at least 1", file=sys.stderr)
+            return 2
+    if args.random_opening < 0:
+        print("sayuri-async match: --random-opening must be 0 or more", file=sys.stderr)
+        return 2
     results = asyncio.run(go())
     for r in results:
         print_result(r)
+    rt = ratings(names, results) if len(players) > 2 else {}
+    if args.json:
+        from .fileio import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps({"results": [r.summary() for r in results], "ratings": rt,
+                                                  "playouts": args.playouts, "board": args.board,
+                                                  "komi": args.komi, "scoring": args.scoring}, indent=1) + "\n")
     if len(players) > 2:
         from rich.table import Table
 
-        rt = ratings(names, results)
         t = Table(title="ratings (Bradley-Terry, first player = 0)")
         t.add_column("player")
         t.add_column("Elo", justify="right")

@@ -5,7 +5,9 @@ Vocabulary
 Player      anything that can take part in a game: ``start`` (new board),
             ``play`` (the opponent's move), ``genmove`` (our move: an action,
             or -1 to resign), the clock hooks ``time_settings`` and
-            ``time_left`` (ignored unless the player keeps time), ``close``.
+            ``time_left`` (ignored unless the player keeps time),
+            ``dead_stones`` (its view of the dead stones at the end; None:
+            no opinion, the default), ``close``.
 GtpPlayer   a GTP engine as a Player: its own process started from a command
             line, or ``GtpPlayer.attach(proc)`` for a ``GtpProcess`` the
             caller owns. Each command waits in a thread, so other games go on.
@@ -17,12 +19,30 @@ clock       optional sudden death, ``main_time`` seconds per colour (colours
 forfeit     what an illegal move (or an answer naming no vertex) does: with
             ``forfeit=True`` the mover loses (``B+F`` / ``W+F``); otherwise it
             is a bug in a player and raises.
+opening     actions played before the players are asked for a move (each
+            player hears them through ``play``): the varied openings of a
+            match.
+scoring     how two passes are counted (docs/rating.md):
+            ``tromp-taylor`` counts the board as it stands (every stone
+            alive); ``agreed`` first asks each player for its dead stones
+            (``dead_stones``: GTP ``final_status_list dead``; a player
+            without an opinion answers None). No stone named dead: the board
+            is counted. Every player named the same stones: they are removed
+            and the rest is counted (``agreed dead stones``). Otherwise play
+            goes on ("play-on", once): the passes are forgotten and the game
+            continues under Tromp-Taylor until two more passes, so a stone
+            called dead must be captured to stop counting; then the board
+            is counted as it stands (``play-on``) unless the players now
+            agree. GNU Go removes its opponent's dead stones in play-on when
+            started with ``--capture-all-dead``.
 GameRecord  the game, its moves as (colour, action), the result string
             (``B+3.5``, ``W+R``, ``B+T``, ``W+F``, ``0`` for jigo), the reason
-            it ended (``two passes``, ``resignation``, ``time``,
-            ``illegal move ...``, ``move limit``), black's score (area less
-            komi when the board was counted, +1/-1 for any other win), the
-            time each side spent and its longest move, and the SGF.
+            it ended (``two passes``, ``agreed dead stones``, ``play-on``,
+            ``resignation``, ``time``, ``illegal move ...``, ``move
+            limit``), black's score (area less komi when the board was
+            counted, +1/-1 for any other win), the dead stones removed
+            before counting, the time each side spent and its longest move,
+            and the SGF.
 """
 from __future__ import annotations
 
@@ -33,13 +53,18 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .go import board as B
 from .go.coords import VertexError, action_to_vertex, vertex_to_action
 from .go.game import Game
-from .go.sgf import SgfInfo, dump_sgf
+from .go.scoring import area_score, result_string
+from .go.sgf import SgfInfo, dump_sgf, set_up_position
 from .gtpclient import GtpFailure, GtpProcess
 
-__all__ = ["GameRecord", "GtpPlayer", "Player", "referee_game"]
+__all__ = ["SCORINGS", "GameRecord", "GtpPlayer", "Player", "area_score_without", "referee_game"]
+
+SCORINGS = ("agreed", "tromp-taylor")
 
 COLOR_NAMES = {B.BLACK: "b", B.WHITE: "w"}
 
@@ -64,6 +89,11 @@ class Player(ABC):
         """Our move in ``game`` (which holds the whole history): an action, or
         -1 to resign; VertexError when the answer names no point."""
 
+    async def dead_stones(self, game: Game) -> list[int] | None:
+        """The stones this player holds dead at the end of ``game`` (actions),
+        or None for no opinion."""
+        return None
+
     async def close(self) -> None:
         pass
 
@@ -86,7 +116,10 @@ class GtpPlayer(Player):
         return p
 
     def fork(self) -> "GtpPlayer":
-        return GtpPlayer(self.command, self.timeout)
+        """A player for one more concurrent game: its own process, the same name."""
+        p = GtpPlayer(self.command, self.timeout)
+        p.name = self.name
+        return p
 
     async def send(self, cmd: str) -> str:
         assert self.proc is not None
@@ -121,6 +154,19 @@ class GtpPlayer(Player):
             return -1
         return vertex_to_action(reply, game.size)
 
+    async def dead_stones(self, game: Game) -> list[int] | None:
+        """``final_status_list dead``; None when the engine does not know it
+        or names no vertex of the board."""
+        assert self.proc is not None
+        try:
+            reply = await asyncio.to_thread(self.proc.send, "final_status_list dead", self.timeout)
+        except GtpFailure:
+            return None
+        try:
+            return sorted({vertex_to_action(v, game.size) for v in reply.split()} - {game.pass_action})
+        except VertexError:
+            return None
+
     async def close(self) -> None:
         if self.proc is not None:
             proc, self.proc = self.proc, None
@@ -138,6 +184,7 @@ class GameRecord:
     score: float = 0.0
     time_used: dict[int, float] = field(default_factory=lambda: {B.BLACK: 0.0, B.WHITE: 0.0})
     max_move_time: dict[int, float] = field(default_factory=lambda: {B.BLACK: 0.0, B.WHITE: 0.0})
+    dead: list[int] = field(default_factory=list)  # stones removed before counting (agreed)
 
     @property
     def sgf(self) -> str:
@@ -154,6 +201,37 @@ class GameRecord:
         self.result, self.reason, self.score = self.game.result(), reason, self.game.score()
         return self
 
+    def counted_without(self, dead: list[int], reason: str) -> "GameRecord":
+        """The board less the ``dead`` stones decides."""
+        self.dead = list(dead)
+        self.score = area_score_without(self.game, dead)
+        self.result, self.reason = result_string(self.score), reason
+        return self
+
+
+def area_score_without(game: Game, dead: list[int]) -> float:
+    """Black's area score less komi of ``game``'s board with the stones on
+    ``dead`` taken off (Tromp-Taylor on what remains)."""
+    stones = game.stones().reshape(-1)
+    gone = set(dead)
+    black = [int(a) for a in np.flatnonzero(stones == B.BLACK) if int(a) not in gone]
+    white = [int(a) for a in np.flatnonzero(stones == B.WHITE) if int(a) not in gone]
+    board = Game(game.size, game.komi)
+    set_up_position(board, black, white)
+    return area_score(board.rec, game.komi)
+
+
+async def _agreed_dead(players: dict[int, Player], game: Game) -> tuple[bool, list[int]]:
+    """(agreed, dead): every player named the same dead stones, or nobody
+    named any (then ``dead`` is empty and agreed is True)."""
+    opinions = [await p.dead_stones(game) for p in players.values()]
+    named = [o for o in opinions if o]
+    if not named:
+        return True, []
+    if all(o is not None and sorted(o) == sorted(named[0]) for o in opinions):
+        return True, sorted(named[0])
+    return False, []
+
 
 async def referee_game(
     black: Player,
@@ -164,10 +242,15 @@ async def referee_game(
     max_moves: int | None = None,
     main_time: dict[int, float] | None = None,
     forfeit: bool = False,
+    opening: list[int] | None = None,
+    scoring: str = "tromp-taylor",
 ) -> GameRecord:
     """Play one game to two passes, a resignation, a loss on time, a forfeit
     or ``max_moves`` moves (default ``2 * size * size``; the board is counted
-    then). ``main_time``: sudden-death seconds per colour."""
+    then). ``main_time``: sudden-death seconds per colour; ``opening``:
+    actions played first; ``scoring``: one of ``SCORINGS`` (module doc)."""
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring {scoring!r} is not one of {', '.join(SCORINGS)}")
     players = {B.BLACK: black, B.WHITE: white}
     main_time = main_time or {}
     for c, p in players.items():
@@ -177,6 +260,13 @@ async def referee_game(
     rec = GameRecord(Game(size, komi), black.name, white.name)
     game = rec.game
     limit = 2 * size * size if max_moves is None else max_moves
+    for action in opening or ():
+        color = game.to_move
+        game.play(action)  # IllegalMove for a bad opening: the caller's bug
+        rec.moves.append((color, action))
+        for p in players.values():
+            await p.play(color, action, size)
+    resumed = False  # play-on has begun
     while True:
         color = game.to_move
         other = B.WHITE if color == B.BLACK else B.BLACK
@@ -209,6 +299,16 @@ async def referee_game(
         rec.moves.append((color, action))
         await players[other].play(color, action, size)
         if game.is_over():
-            return rec.counted("two passes")
+            if scoring == "tromp-taylor":
+                return rec.counted("two passes")
+            agreed, dead = await _agreed_dead(players, game)
+            if agreed:
+                return rec.counted_without(dead, "agreed dead stones") if dead else rec.counted(
+                    "play-on" if resumed else "two passes")
+            if resumed:
+                return rec.counted("play-on")
+            resumed = True
+            game.resume()
+            limit = max(limit, len(game.moves) + size * size)
         if len(rec.moves) >= limit:
             return rec.counted("move limit")

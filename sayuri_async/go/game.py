@@ -130,6 +130,11 @@ class Game:
         """Two passes in a row end the game."""
         return self.passes >= 2
 
+    def resume(self) -> None:
+        """Forget the passes so far: play goes on after two passes (a
+        referee's play-on); two more passes end the game."""
+        self.rec["passes"] = 0
+
     def history_hashes(self) -> np.ndarray:
         """Hashes of every position so far, the start included (``[M]`` uint64)."""
         return self._hashes[: self._n_hashes]

@@ -7,7 +7,10 @@ GameRecord   what a finished game hands to the writer: per position the
              move, whether it was a full search, whether it came after a
              would-be resignation, and the root value; per game the final
              score (black's view, komi included), the ownership map (black's
-             view), the result string, and the Game itself for SGF.
+             view) and whether it is known (``ownership_known``: false for a
+             game whose final board does not show who owns what, e.g. an
+             imported record that ended by resignation), the result string,
+             and the Game itself for SGF.
 GamePlan     what is drawn once a game: komi (with its jitter), how many
              opening moves are sampled, when pass becomes a root choice, the
              move cap, and whether a would-be resignation is played out (the
@@ -53,6 +56,7 @@ class GameRecord:
     root_value: list[float] = field(default_factory=list)
     score: float = 0.0  # black's view, komi included
     ownership: np.ndarray | None = None  # [N*N] black's view
+    ownership_known: bool = True  # False: the ownership target is masked (ownership_mask)
     result: str = ""
     game: Game | None = None
 

@@ -14,7 +14,9 @@ chunk name   ``chunk-<generation>-<tag>-<serial>.npz``: the generation of the
              then a serial from 1. SGF files are
              ``game-<generation>-<tag>-<game serial>.sgf``.
 read_chunk   loads and checks a chunk: any missing key, wrong dtype or shape
-             raises ChunkError naming the file and the problem.
+             raises ChunkError naming the file and the problem. The optional
+             ``ownership_mask`` (``OPTIONAL_KEYS``) of older chunks that lack
+             it reads as all true.
 """
 from __future__ import annotations
 
@@ -60,6 +62,7 @@ def records_to_arrays(records: list[GameRecord], planes: int) -> dict[str, np.nd
         "game": np.zeros(rows, dtype=np.int32),
         "root_value": np.zeros(rows, dtype=np.float32),
         "q_avg": np.zeros((rows, 4), dtype=np.float32),  # root Q, then Sayuri's term averages of it
+        "ownership_mask": np.zeros(rows, dtype=bool),
     }
     i = 0
     for gi, r in enumerate(records):
@@ -90,6 +93,7 @@ def records_to_arrays(records: list[GameRecord], planes: int) -> dict[str, np.nd
         q = 2.0 * np.asarray(r.root_value, dtype=np.float64) - 1.0
         out["q_avg"][sl, 0] = q
         out["q_avg"][sl, 1:] = term_averages(q, tm, n)
+        out["ownership_mask"][sl] = r.ownership_known
         i += m
     return out
 
@@ -120,6 +124,7 @@ _DTYPES = {
     "komi": np.float32, "full_search": np.bool_, "after_resign": np.bool_, "game": np.int32,
     "root_value": np.float32,
 }
+OPTIONAL_KEYS = {"ownership_mask": np.bool_}  # absent in older chunks: all true
 
 
 def read_chunk(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
@@ -144,10 +149,12 @@ def read_chunk(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
     if missing:
         raise ChunkError(f"{p}: missing arrays {sorted(missing)}")
     m = data["action"].shape[0]
+    for k in OPTIONAL_KEYS:
+        data.setdefault(k, np.ones(m, dtype=bool))
     shapes = {
         "planes": (m, c, (n * n + 7) // 8), "policy": (m, n * n + 1), "wdl": (m, 3), "ownership": (m, n * n),
     }
-    for k, dt in _DTYPES.items():
+    for k, dt in {**_DTYPES, **OPTIONAL_KEYS}.items():
         arr = data[k]
         if arr.dtype != dt:
             raise ChunkError(f"{p}: array {k!r} has dtype {arr.dtype}, expected {np.dtype(dt)}")

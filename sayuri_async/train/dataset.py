@@ -223,6 +223,10 @@ def read_chunk(path: str | os.PathLike, board_size: int | None = None,
         raise ChunkError(f"{path}: 'next_action' out of range")
     if (np.abs(arrays["ownership"]) > 1).any():
         raise ChunkError(f"{path}: 'ownership' outside -1..1")
+    mask = arrays.setdefault("ownership_mask", np.ones(m, dtype=bool))  # optional: older chunks lack it
+    if mask.shape != (m,) or mask.dtype.kind != "b":
+        raise ChunkError(f"{path}: 'ownership_mask' has shape {list(mask.shape)} and dtype {mask.dtype}, "
+                         f"expected [{m}] bool")
     arrays["meta"] = meta
     return arrays
 
@@ -440,7 +444,7 @@ class ChunkStream(torch.utils.data.IterableDataset):
 
 
 _TRAIN_KEYS = ("planes", "policy", "opp_policy", "wdl", "score", "ownership", "full_search", "q_avg",
-               "score_avg")
+               "score_avg", "ownership_mask")
 
 
 def training_arrays(arrays: dict[str, Any], keep: slice) -> dict[str, np.ndarray]:
@@ -458,6 +462,8 @@ def training_arrays(arrays: dict[str, Any], keep: slice) -> dict[str, np.ndarray
     for key in ("q_avg", "score_avg"):
         if key not in out:
             out[key] = np.full((m, 4), np.nan, np.float32)
+    if "ownership_mask" not in out:  # chunks written before it: every row's ownership is known
+        out["ownership_mask"] = np.ones(m, dtype=bool)
     return out
 
 
@@ -469,7 +475,8 @@ def make_batch(block: dict[str, np.ndarray], rows: np.ndarray, syms: np.ndarray 
     ``[B, C, N, N]``; ``policy`` and ``opp_policy`` float32 ``[B, A]``;
     ``policy_mask`` (full-search rows) and ``opp_mask`` (rows with an
     opponent's policy) bool ``[B]``; ``wdl`` float32 ``[B, 3]``; ``score``
-    float32 ``[B]``; ``ownership`` float32 ``[B, N*N]``; ``q_avg`` and
+    float32 ``[B]``; ``ownership`` float32 ``[B, N*N]``; ``ownership_mask`` bool ``[B]``
+    (rows whose ownership target is known); ``q_avg`` and
     ``score_avg`` float32 ``[B, 4]`` (unknown values 0) with their masks
     ``q_avg_mask`` and ``score_avg_mask`` (1 known, 0 not).
     """
@@ -501,6 +508,7 @@ def make_batch(block: dict[str, np.ndarray], rows: np.ndarray, syms: np.ndarray 
         "ownership": own.reshape(b, area),
         **_known("q_avg", block["q_avg"][rows]),
         **_known("score_avg", block["score_avg"][rows]),
+        "ownership_mask": block["ownership_mask"][rows].astype(bool),
     }
 
 
@@ -516,7 +524,7 @@ def target_layout(n: int) -> list[tuple[str, int]]:
     a = n * n + 1
     return [("policy", a), ("opp_policy", a), ("wdl", 3), ("score", 1), ("ownership", n * n),
             ("policy_mask", 1), ("opp_mask", 1), ("q_avg", 4), ("q_avg_mask", 4), ("score_avg", 4),
-            ("score_avg_mask", 4)]
+            ("score_avg_mask", 4), ("ownership_mask", 1)]
 
 
 def pack_targets(batch: dict[str, Any], n: int) -> np.ndarray:

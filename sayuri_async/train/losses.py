@@ -6,7 +6,7 @@ Vocabulary:
             ``ownership`` ``[B, N*N]`` in [-1, 1] (tanh).
   targets   a batch from ``dataset.make_batch`` on the device: ``policy``,
             ``policy_mask``, ``opp_policy``, ``opp_mask``, ``wdl``, ``score``,
-            ``ownership``.
+            ``ownership``, ``ownership_mask`` (optional: all rows when absent).
   parts     each loss term, unweighted, as a 0-d tensor (so they can be logged
             without a device sync every step):
     policy      cross-entropy of the search policy, averaged over the rows with
@@ -19,7 +19,9 @@ Vocabulary:
                 games do not dominate);
     ownership   binary cross-entropy of each point's final owner, mapping
                 ownership o in [-1, 1] to the probability (1 + o) / 2 of owning
-                it, averaged over points;
+                it, averaged over points and over the rows whose ownership
+                is known (``ownership_mask``: imported games that ended by
+                resignation have none);
   Sayuri    a Sayuri network (outputs carry ``policy_all`` and ``misc``) also
             trains its other heads, as Sayuri's trainer does
             (``SAYURI_LOSS_NAMES``):
@@ -77,11 +79,13 @@ def masked_mean(values: Tensor, mask: Tensor) -> Tensor:
     return (values * m).sum() / m.sum().clamp_min(1.0)
 
 
-def ownership_bce(pred: Tensor, target: Tensor) -> Tensor:
-    """Mean binary cross-entropy of owners; ``pred`` and ``target`` in [-1, 1]."""
+def ownership_bce(pred: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Mean binary cross-entropy of owners over the points of the rows in
+    ``mask`` (all rows when None); ``pred`` and ``target`` in [-1, 1]."""
     p = ((1.0 + pred) * 0.5).clamp(_OWN_EPS, 1.0 - _OWN_EPS)
     t = (1.0 + target) * 0.5
-    return -(t * torch.log(p) + (1.0 - t) * torch.log1p(-p)).mean()
+    per_row = -(t * torch.log(p) + (1.0 - t) * torch.log1p(-p)).mean(dim=-1)
+    return per_row.mean() if mask is None else masked_mean(per_row, mask)
 
 
 def compute_losses(outputs: dict[str, Tensor], targets: dict[str, Tensor],
@@ -94,7 +98,7 @@ def compute_losses(outputs: dict[str, Tensor], targets: dict[str, Tensor],
                                   targets["opp_mask"]),
         "wdl": soft_cross_entropy(out["wdl"], targets["wdl"]).mean(),
         "score": F.huber_loss(out["score"], targets["score"], delta=cfg.score_huber_delta),
-        "ownership": ownership_bce(out["ownership"], targets["ownership"]),
+        "ownership": ownership_bce(out["ownership"], targets["ownership"], targets.get("ownership_mask")),
     }
     if "misc" in out and "policy_all" in out:
         parts.update(sayuri_losses(out, targets, cfg))
