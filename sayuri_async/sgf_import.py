@@ -53,6 +53,7 @@ from .go.scoring import ownership
 from .go.sgf import SgfError, load_sgf, set_up_position
 from .selfplay.game import GameRecord
 from .selfplay.writer import ChunkWriter
+from .usererror import ArgumentParser, RunFailure, UserError, answered, at_least, input_file, output_folder
 
 __all__ = ["ImportReport", "SgfResult", "import_sgf", "main", "parse_result", "record_from_game", "sgf_files"]
 
@@ -219,9 +220,13 @@ def _import_one(path: Path, writer: ChunkWriter, board_size: int, encoder: str, 
     return None
 
 
+class SgfImportFailure(RunFailure):
+    """Writing the chunks failed during the run (exit status 1)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sayuri-async import-sgf",
-                                description="Turn SGF game records into training chunks (supervised bootstrap).")
+    p = ArgumentParser(prog="sayuri-async import-sgf",
+                       description="Turn SGF game records into training chunks (supervised bootstrap).")
     p.add_argument("paths", nargs="+", help="SGF files, or folders searched recursively for *.sgf")
     p.add_argument("-o", "--out", required=True, help="output folder: chunks go to OUT/data/")
     p.add_argument("--config", help="training TOML: its [data] board_size and [model] encoder are used")
@@ -233,40 +238,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@answered("import-sgf")
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     prog = "sayuri-async import-sgf"
     board, encoder = 9, DEFAULT_ENCODER
     if args.config:
-        from .train.config import ConfigError, load_config
+        from .train.config import load_config
 
-        try:
-            cfg = load_config(args.config)
-        except ConfigError as e:
-            print(f"{prog}: {e}", file=sys.stderr)
-            return 2
+        input_file(args.config, "--config", "config file")
+        cfg = load_config(args.config)  # a ConfigError is the policy's one line
         board, encoder = cfg.data.board_size, str(cfg.model.get("encoder", DEFAULT_ENCODER))
     board = args.board if args.board is not None else board
     encoder = args.encoder or encoder
     if not 2 <= board <= 25:
-        print(f"{prog}: --board {board} is outside 2..25", file=sys.stderr)
-        return 2
-    if args.chunk_games < 1:
-        print(f"{prog}: --chunk-games must be at least 1", file=sys.stderr)
-        return 2
+        raise UserError(f"--board {board}: outside 2..25")
+    at_least("--chunk-games", args.chunk_games, 1)
     try:
         get_encoder(encoder)
     except ValueError as e:
-        print(f"{prog}: --encoder: {e}", file=sys.stderr)
-        return 2
+        raise UserError(f"--encoder: {e}") from None
     for p in map(Path, args.paths):
         if not p.exists():
-            print(f"{prog}: {p}: no such file or folder", file=sys.stderr)
-            return 2
+            raise UserError(f"{p}: no such file or folder")
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        print(f"{prog}: -o {out}: exists and is not a folder", file=sys.stderr)
-        return 2
+    output_folder(out, "-o")
 
     def on_file(path: Path, why: str | None) -> None:
         if why is not None and args.verbose:
@@ -275,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = import_sgf(args.paths, out, board, encoder, args.chunk_games, args.komi, on_file)
     except OSError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
-        return 1
+        raise SgfImportFailure(str(e)) from None
     s = report.summary()
     skipped = ", ".join(f"{k} {v}" for k, v in s["skipped"].items()) or "none"
     print(f"{prog}: {s['games']} games, {s['positions']} positions in {s['chunks']} chunks under {out / 'data'} "

@@ -123,6 +123,11 @@ CASES = [
     ("export {missing} -o {dir}/x.txt", ["{missing}", "no such"]),
     ("export {garbage} -o {dir}/x.txt", ["garbage.safetensors"]),
     ("export {garbage} -o {empty}", ["-o", "a folder"]),
+    # import-sgf
+    ("import-sgf {missing} -o {dir}/sgfout", ["{missing}", "no such file"]),
+    ("import-sgf {dir} -o {afile}", ["-o", "not a folder"]),
+    ("import-sgf {dir} -o {dir}/sgfout --board 30", ["--board 30"]),
+    ("import-sgf {dir} -o {dir}/sgfout --chunk-games 0", ["--chunk-games", "at least 1"]),
     # the dispatcher
     ("bench", ["unknown command 'bench'"]),
 ]
