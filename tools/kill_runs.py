@@ -152,6 +152,8 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=12)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-delay", type=float, default=12.0, help="longest wait before the kill, seconds")
+    ap.add_argument("--train-steps", type=int, default=300,
+                    help="steps of a training trial (long enough for the kill to land mid-run)")
     ap.add_argument("--grace", type=float, default=10.0, help="seconds the run's processes have to end")
     a = ap.parse_args()
     rng = random.Random(a.seed)
@@ -167,8 +169,8 @@ def main() -> int:
                 folder = tmp / f"train-{i}"
                 cfg = train_config(tmp, data)
                 started, orphans = kill_after(cli("train", "--config", str(cfg), "--out", str(folder), "--steps",
-                                                  "40", "--no-progress"), delay, a.grace)
-                restart = cli("train", "--config", str(cfg), "--out", str(folder), "--steps", "40",
+                                                  str(a.train_steps), "--no-progress"), delay, a.grace)
+                restart = cli("train", "--config", str(cfg), "--out", str(folder), "--steps", str(a.train_steps),
                               "--no-progress", "--auto-resume")
             else:
                 procs = int(kind[-1])
