@@ -19,6 +19,10 @@ spawning thread  Linux sends the death signal when the *thread* that started
 stop signals  ``stop_on_signals(loop, stop)``: SIGINT and SIGTERM call
               ``stop(signum)`` (a clean stop), through the event loop where it
               can watch signals, else through a plain handler.
+process tree  ``child_pids``, ``descendant_pids`` and ``pid_running`` read
+              Linux's /proc (empty / False elsewhere): what the tests and
+              ``tools/kill_runs.py`` use to find a run's processes and check
+              that none outlives it (a zombie counts as ended).
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 WATCH_INTERVAL_S = 0.5
@@ -83,3 +88,35 @@ def stop_on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[int], None]
             signal.signal(sig, lambda s, _f: loop.call_soon_threadsafe(stop, s))
         except (RuntimeError, ValueError):  # not the main thread
             return
+
+
+def child_pids(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (Linux /proc; empty elsewhere)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def descendant_pids(pid: int) -> list[int]:
+    """Every process below ``pid``: children, their children, ..."""
+    out, todo = [], [pid]
+    while todo:
+        kids = child_pids(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+def pid_running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (Linux /proc)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -25,7 +25,7 @@ parser       ``ArgumentParser``: argparse's, except that a mistake on the
              command line (an unknown option, a missing or malformed value)
              is a UserError too: the one line, not argparse's usage text
              and a second line. ``--help`` prints the whole usage as ever.
-checks       ``input_file``, ``output_folder``, ``check_device`` and
+checks       ``input_file``, ``output_file``, ``output_folder``, ``check_device`` and
              ``at_least`` raise UserError naming the option, so every
              subcommand checks files, folders, devices and numbers the same
              way before it starts.
@@ -152,6 +152,17 @@ def input_file(path: str | os.PathLike, option: str, what: str = "file") -> Path
     if not os.access(p, os.R_OK):
         raise UserError(f"{where}: cannot be read (permission denied)")
     return p
+
+
+def output_file(path: str | os.PathLike, option: str, example: str) -> Path:
+    """``path`` as a file to write: UserError naming ``option`` when it is a
+    folder (``example``: a file name to suggest in it) or its folder cannot
+    be written (``output_folder``)."""
+    out = Path(path)
+    if out.is_dir():
+        raise UserError(f"{option} {out}: a folder; give the file to write (e.g. {out / example})")
+    output_folder(out.parent, option)
+    return out
 
 
 def output_folder(path: str | os.PathLike, option: str) -> Path:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from sgfmill import sgf
 
+from sayuri_async.lifetime import child_pids, pid_running
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.report import PlainReporter
 from sayuri_async.selfplay.runner import run_inprocess
@@ -132,25 +133,8 @@ def _start(tmp_path: Path) -> subprocess.Popen:
     )
 
 
-def _children(pid: int) -> list[int]:
-    """Processes whose parent is ``pid`` (Linux /proc; empty elsewhere)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+_children = child_pids  # the names the lifetime tests import
+_alive = pid_running
 
 
 def _wait_for_chunks(tmp_path: Path, k: int, proc: subprocess.Popen, limit: float = 120) -> None:

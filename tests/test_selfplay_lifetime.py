@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from sayuri_async.lifetime import descendant_pids
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.runner import run_selfplay
 from sayuri_async.selfplay.writer import ChunkWriter
 from sayuri_async.search.mcts import SearchConfig
-from test_selfplay import _alive, _children, _records, check_chunk
+from test_selfplay import _alive, _records, check_chunk
 
 ROOT = Path(__file__).resolve().parents[1]
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
@@ -29,13 +30,7 @@ class Quiet:
         pass
 
 
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        kids = _children(todo.pop())
-        out += kids
-        todo += kids
-    return out
+_descendants = descendant_pids
 
 
 def _start(tmp_path: Path, procs: int = 2, num_games: int = 0) -> subprocess.Popen:

@@ -42,36 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sayuri_async.fileio import is_stale_temp  # noqa: E402
+from sayuri_async.lifetime import descendant_pids, pid_running  # noqa: E402
 from sayuri_async.train.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from sayuri_async.train.dataset import ChunkError, read_chunk  # noqa: E402
-
-
-def children(pid: int) -> list[int]:
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
-
-
-def descendants(pid: int) -> set[int]:
-    found, todo = set(), [pid]
-    while todo:
-        kids = children(todo.pop())
-        found.update(kids)
-        todo += kids
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def cli(*args: str) -> list[str]:
@@ -130,15 +103,15 @@ def kill_after(cmd: list[str], delay: float, grace: float) -> tuple[int, int]:
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t0, family = time.time(), set()
     while time.time() - t0 < delay and proc.poll() is None:
-        family |= descendants(proc.pid)
+        family |= set(descendant_pids(proc.pid))
         time.sleep(0.05)
-    family |= descendants(proc.pid)
+    family |= set(descendant_pids(proc.pid))
     proc.kill()
     proc.wait()
     t1 = time.time()
-    while any(alive(p) for p in family) and time.time() - t1 < grace:
+    while any(pid_running(p) for p in family) and time.time() - t1 < grace:
         time.sleep(0.1)
-    orphans = [p for p in family if alive(p)]
+    orphans = [p for p in family if pid_running(p)]
     for p in orphans:  # leave the machine clean for the next trial
         try:
             os.kill(p, signal.SIGKILL)

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from ..usererror import ArgumentParser, UserError, answered, input_file, output_folder
+from ..usererror import ArgumentParser, UserError, answered, input_file, output_file, output_folder
 
 
 def _weights_parser() -> argparse.ArgumentParser:
@@ -39,10 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     from .weights import import_sayuri, save_imported
 
     input_file(args.file, "", "Sayuri weights file")
-    out = Path(args.out)
-    if out.is_dir():
-        raise UserError(f"-o {out}: a folder; give the file to write (e.g. {out / 'net.safetensors'})")
-    output_folder(out.parent, "-o")
+    out = output_file(args.out, "-o", "net.safetensors")
     try:
         net, meta = import_sayuri(args.file)
     except WeightsError as e:

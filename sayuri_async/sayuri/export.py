@@ -25,14 +25,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from .model import SayuriNet
 from .weights import Layer, write_sayuri
-from ..usererror import ArgumentParser, RunFailure, UserError, answered, input_file, output_folder
+from ..usererror import ArgumentParser, RunFailure, UserError, answered, input_file, output_file
 
 CHECK_TOLERANCE = 1e-4
 FORMATS = ("text", "bin")
@@ -120,10 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     from .weights import import_sayuri, load_any_weights
 
     input_file(args.weights, "", "weights file")
-    out = Path(args.out)
-    if out.is_dir():
-        raise UserError(f"-o {out}: a folder; give the file to write (e.g. {out / 'net.bin.txt'})")
-    output_folder(out.parent, "-o")
+    output_file(args.out, "-o", "net.bin.txt")
     try:
         net, _ = load_any_weights(args.weights)
     except WeightsError as e:

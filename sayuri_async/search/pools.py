@@ -116,6 +116,21 @@ def _grown(capacity: int, needed: int, item_bytes: int, free_bytes: int) -> int:
     return size if size >= needed else capacity
 
 
+def _grow_pool(pool: np.ndarray, used: int, needed: int, free_bytes: int) -> np.ndarray:
+    """``pool`` with its first ``used`` items, in an array grown by
+    ``_grown`` to hold ``needed`` (the same array when it holds them or
+    cannot grow)."""
+    cap = pool.shape[0]
+    if needed <= cap:
+        return pool
+    size = _grown(cap, needed, pool.dtype.itemsize, free_bytes)
+    if size == cap:
+        return pool
+    grown = np.zeros(size, dtype=pool.dtype)
+    grown[:used] = pool[:used]
+    return grown
+
+
 @njit(cache=True)
 def visit_histogram(ws, nodes, edges, hist_edges, hist_records) -> None:
     """For the positions the root reaches, by ``b = floor(log2(visits))``:
@@ -216,18 +231,8 @@ def make_room(ws, nodes: np.ndarray, edges: np.ndarray, need_edges: int, need_re
     e_cap, n_cap = edges.shape[0], nodes.shape[0]
     if e_used + need_edges <= e_cap and n_used + need_records <= n_cap:
         return nodes, edges, False
-    if e_used + need_edges > e_cap:
-        size = _grown(e_cap, e_used + need_edges, EDGE_BYTES, budget_bytes - edges.nbytes - nodes.nbytes)
-        if size > e_cap:
-            grown = np.zeros(size, dtype=EDGE_DTYPE)
-            grown[:e_used] = edges[:e_used]
-            edges = grown
-    if n_used + need_records > n_cap:
-        size = _grown(n_cap, n_used + need_records, NODE_BYTES, budget_bytes - edges.nbytes - nodes.nbytes)
-        if size > n_cap:
-            grown = np.zeros(size, dtype=NODE_DTYPE)
-            grown[:n_used] = nodes[:n_used]
-            nodes = grown
+    edges = _grow_pool(edges, e_used, e_used + need_edges, budget_bytes - edges.nbytes - nodes.nbytes)
+    nodes = _grow_pool(nodes, n_used, n_used + need_records, budget_bytes - edges.nbytes - nodes.nbytes)
     e_cap, n_cap = edges.shape[0], nodes.shape[0]
     if e_used + need_edges <= e_cap and n_used + need_records <= n_cap:
         return nodes, edges, False
