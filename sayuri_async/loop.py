@@ -136,10 +136,10 @@ class Workspace:
 
     def games_in_generation(self, gen: int) -> tuple[int, int]:
         """(games, positions) already in whole chunks of generation ``gen``."""
-        from .train.dataset import ChunkError, peek_chunk
+        from .chunkfile import ChunkError, generation_glob, peek_chunk
 
         games = positions = 0
-        for path in (self.root / "data").glob(f"chunk-{gen:06d}-*.npz"):
+        for path in (self.root / "data").glob(generation_glob(gen)):
             try:
                 count, meta = peek_chunk(path)  # sizes checked, nothing decompressed
                 games += int(meta["games"])

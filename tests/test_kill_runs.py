@@ -24,11 +24,11 @@ def _tool():
 def test_the_file_check_rejects_damaged_files_and_passes_good_ones(tmp_path):
     from test_selfplay import _records
 
-    from sayuri_async.selfplay.writer import write_chunk
+    from sayuri_async.selfplay.writer import write_records
 
     tool = _tool()
     good = tmp_path / "chunk-good.npz"
-    write_chunk(good, _records(1), "simple-v1", 25, "test")
+    write_records(good, _records(1), "simple-v1", 25, "test")
     assert tool.check_file(good) is None
     cut = tmp_path / "chunk-cut.npz"
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])

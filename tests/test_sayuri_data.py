@@ -10,7 +10,7 @@ import pytest
 
 from sayuri_async.sayuri.data import SayuriDataError, convert, iter_records, read_sayuri_chunk
 from sayuri_async.sayuri.encoder import P_KOMI, P_NEG_KOMI, P_ONES, P_RULE
-from sayuri_async.train.dataset import read_chunk
+from sayuri_async.chunkfile import read_chunk
 
 
 def hex_plane(bits: np.ndarray) -> str:
@@ -145,7 +145,7 @@ def test_import_goes_through_the_atomic_writer_and_keeps_earlier_imports(tmp_pat
         used.append((os.path.basename(path), replace))
         return real(path, replace=replace)
 
-    monkeypatch.setattr("sayuri_async.sayuri.data.atomic_path", spy)
+    monkeypatch.setattr("sayuri_async.chunkfile.atomic_path", spy)
     old = os.umask(0o022)
     try:
         first = convert([str(src)], tmp_path / "data").written

@@ -10,7 +10,7 @@ Then, for that trial:
 - orphans    every process the run had started (engines, writers, data
              readers) must be gone within ``--grace`` seconds;
 - files      every file in the run's folder must validate: chunks read back
-             through the trainer's reader (``train.dataset.read_chunk``:
+             through the format's reader (``chunkfile.read_chunk``:
              sizes, shapes, dtypes), SGF files parse (sgfmill), weights and
              checkpoints load, and the only other files are temporaries of
              killed writes (``fileio.is_stale_temp``);
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from sayuri_async.fileio import is_stale_temp  # noqa: E402
 from sayuri_async.lifetime import descendant_pids, pid_running  # noqa: E402
 from sayuri_async.train.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
-from sayuri_async.train.dataset import ChunkError, read_chunk  # noqa: E402
+from sayuri_async.chunkfile import ChunkError, read_chunk  # noqa: E402
 
 
 def cli(*args: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 Vocabulary (each module's docstring says more):
   config      ``config.py``: the TOML file (``configs/train-*.toml``) as dataclasses.
-  dataset     ``dataset.py``: chunk reading and checking, the replay window,
+  dataset     ``dataset.py``: listing chunks (read through ``chunkfile.py``), the replay window,
               the sharded, shuffled, augmented batch stream.
   losses      ``losses.py``: the five loss terms and their weighted sum.
   schedule    ``schedule.py``: warm-up plus piecewise-constant learning rate,
