@@ -237,7 +237,8 @@ class Loop:
         return done >= self.cfg.games_per_generation
 
     def train(self, st: LoopState) -> dict:
-        from .train.trainer import TrainError, train
+        from .train.errors import TrainError
+        from .train.trainer import train
 
         cfg = self.train_cfg
         target = st.generation * self.cfg.steps_per_generation
@@ -423,7 +424,7 @@ def _run(loop: Loop) -> int:
     from .net.weights import WeightsError
     from .selfplay.runner import SelfplayError
     from .selfplay.writer_proc import WriterError
-    from .train.trainer import TrainError
+    from .train.errors import TrainError
 
     try:
         return loop.run()

@@ -189,7 +189,7 @@ def test_fixed_norms_and_a_bad_init_file(tmp_path):
     assert trainer.net.config.norm == "fixed" and not trainer.calibrate_pending
     bad = tmp_path / "bad.txt"
     bad.write_text("get main\nget info\nVersion 2\nend info\nget parameters\nend parameters\nend main\n")
-    from sayuri_async.train.trainer import TrainError
+    from sayuri_async.train.errors import TrainError
 
     with pytest.raises(TrainError, match="bad.txt: weights version 2"):
         Trainer(train_config(tmp_path / "b", data), steps=2, init=str(bad), say=lambda _: None)

@@ -195,7 +195,7 @@ def test_kinds_and_statuses():
     from sayuri_async.go.sgf import SgfError
     from sayuri_async.net.weights import WeightsError
     from sayuri_async.selfplay.runner import SelfplayError
-    from sayuri_async.train.trainer import NoTrainingData, RunFolderInUse, TrainError
+    from sayuri_async.train.errors import NoTrainingData, RunFolderInUse, TrainError
 
     for e in (ConfigError("x"), SgfError("x"), WeightsError("x"), RunFolderInUse("x"), NoTrainingData("x"),
               UserError("x")):

@@ -39,7 +39,8 @@ from sayuri_async.features import get_encoder  # noqa: E402
 from sayuri_async.net.model import Net, NetConfig, init_weights  # noqa: E402
 from sayuri_async.train.config import from_dict  # noqa: E402
 from sayuri_async.train.losses import compute_losses  # noqa: E402
-from sayuri_async.train.trainer import Trainer, build_optimizer  # noqa: E402
+from sayuri_async.train.step import build_optimizer  # noqa: E402
+from sayuri_async.train.trainer import Trainer  # noqa: E402
 
 
 def write_chunks(folder: Path, n: int, planes: int, count: int, positions: int, seed: int = 0) -> None:

@@ -90,7 +90,7 @@ class ScheduleConfig:
     warmup: int = 2_000
     boundaries: list[int] = field(default_factory=lambda: [512_000, 1_024_000, 1_536_000, 2_048_000])
     rates: list[float] = field(default_factory=lambda: [0.005, 0.0025, 0.001, 0.0005, 0.0003])
-    lr_scaling: Literal["linear", "sqrt", "none"] = "linear"
+    lr_scaling: Literal["linear", "sqrt", "inverse", "none"] = "linear"
     total: int = 2_560_000
 
     def __post_init__(self) -> None:
