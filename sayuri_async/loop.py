@@ -32,8 +32,9 @@ errors      a bad config or state file: one line, exit status 2; a failure
             during the run (self-play, training, a weights file, the disk):
             one line, exit status 1.
 init        ``--init WEIGHTS`` starts a new workspace from a trained network
-            (e.g. one supervised on ``import-sgf`` chunks): it is copied to
-            weights/gen-000000 and is the best network of generation 0, so
+            (e.g. one supervised on ``import-sgf`` or ``import-data`` chunks;
+            ours, a Sayuri network's export or import, or Sayuri's own file,
+            which is imported): it is copied to weights/gen-000000 and is the best network of generation 0, so
             generation 1 self-plays with it and its training starts from its
             parameters ([model] unused). A started workspace keeps its own.
 gating      with ``gating = true`` the new network becomes the best only if it
@@ -293,7 +294,8 @@ class Loop:
     def init_from(self, weights: str) -> None:
         """Begin a new workspace with ``weights`` as generation 0 (see the
         vocabulary); ConfigError for a started workspace or a bad file."""
-        from .net.weights import WeightsError, load_weights
+        from .net.weights import WeightsError
+        from .sayuri.weights import is_sayuri_file, load_any_weights, save_imported
 
         dest = self.ws.weights(0)
         rel = str(dest.relative_to(self.ws.root))
@@ -305,11 +307,14 @@ class Loop:
             raise ConfigError(f"{self.ws.state_path}: the workspace has started already, --init {weights} "
                               "only begins a new one")
         try:
-            load_weights(weights)
+            net, meta = load_any_weights(weights)  # ours, a Sayuri file, or our import or export of one
         except (WeightsError, OSError) as e:
             raise ConfigError(f"--init {weights}: not a weights file ({e})") from None
-        with atomic_path(dest) as tmp:
-            shutil.copyfile(weights, tmp)
+        if is_sayuri_file(weights):  # Sayuri's own file: imported, so the workspace holds our format only
+            save_imported(dest, net, meta)
+        else:
+            with atomic_path(dest) as tmp:
+                shutil.copyfile(weights, tmp)
         self.ws.save_state(LoopState(best=rel, best_generation=0))
         self.say(f"workspace {self.ws.root}: generation 1 starts from {weights} (copied to {rel})")
 

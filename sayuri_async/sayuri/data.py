@@ -57,6 +57,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..chunkfile import make_meta, write_new_chunk
+from ..configfile import at_least, check_tables, fill, read_toml
 from ..fileio import run_stamp
 from .encoder import MISC_PLANES, NAME, P_KOMI, P_NEG_KOMI, P_ONES, P_RULE, PLANES, komi_count
 from ..usererror import UserError
@@ -415,6 +416,27 @@ def read_sayuri_chunk(path: str | os.PathLike) -> dict[int, dict[str, Any]]:
 
 
 DEFAULT_CHUNK_POSITIONS = 8192
+
+
+@dataclass
+class ImportConfig:
+    """``[import]`` of ``import-data --config FILE`` (``configs/sayuri-import.toml``);
+    the command line's options override it."""
+    out: str = ""  # the chunks' folder ("": -o must give it)
+    generation: int = 0
+    chunk_positions: int = DEFAULT_CHUNK_POSITIONS
+    jobs: int = 1
+
+    def __post_init__(self) -> None:
+        at_least(self, 0, "generation")
+        at_least(self, 1, "chunk_positions", "jobs")
+
+
+def load_import_config(path: str) -> ImportConfig:
+    """The ``[import]`` table of ``path`` (ConfigError naming file and key)."""
+    raw = read_toml(path)
+    check_tables(raw, ["import"], path)
+    return fill(ImportConfig, raw.get("import", {}), path, "import")
 
 
 @dataclass

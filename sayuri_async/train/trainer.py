@@ -191,6 +191,15 @@ class Trainer:
             self.say(f"starting from {init} ({kind}{net.config.short_name}); [model] is not used")
             net.train()
             return net, net.config
+        if self.cfg.model.get("architecture") == "sayuri":  # a new Sayuri network ([model], config.py)
+            from sayuri_async.sayuri.weights import config_from_dict, new_net
+
+            sayuri_config = config_from_dict(self.cfg.model)
+            torch.manual_seed(self.cfg.run.seed)
+            net = new_net(sayuri_config)
+            net.set_norm_mode(self.cfg.optim.norms)
+            net.train()
+            return net, sayuri_config
         config = NetConfig.from_dict(self.cfg.model)
         net = init_weights(Net(config), seed=self.cfg.run.seed)
         return net, config
