@@ -7,9 +7,9 @@ ChunkWriter  collects GameRecords per board size and writes a chunk (the
              games and on ``close()``; every file goes through a temporary
              name (``fileio.atomic_path``) and never replaces an existing
              file: a name already taken moves on to the next serial.
-chunk name   ``chunk-<generation>-<tag>-<serial>.npz``: the generation of the
-             network that played (six digits; the RL loop's counter, 0
-             outside it), then ``tag`` to tell processes and runs apart (the
+chunk name   ``chunk-<generation>-<tag>-<serial>.npz`` (``chunkfile.chunk_name``):
+             the generation of the network that played (six digits; the RL
+             loop's counter, 0 outside it), then ``tag`` to tell processes and runs apart (the
              runner makes it ``<run stamp>-p<i>``, see ``fileio.run_stamp``),
              then a serial from 1. SGF files are
              ``game-<generation>-<tag>-<game serial>.sgf``.
