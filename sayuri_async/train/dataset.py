@@ -1,6 +1,6 @@
 """Reading self-play chunks and streaming shuffled, augmented training batches.
 
-Vocabulary (the chunk format itself is ``docs/data-format.md``):
+Vocabulary (the chunk format itself is ``docs/data-format.md`` and ``chunkfile.py``):
   chunk     one ``.npz`` file of positions of one board size.
   window    the newest chunks holding about ``window_size(total)`` positions,
             the rest of the data set being too old to train on; chosen once when

@@ -54,7 +54,8 @@ from sayuri_async.net.model import Net, NetConfig, init_weights
 from sayuri_async.train import checkpoint as ckpt
 from sayuri_async.train.averaging import Averager
 from sayuri_async.train.config import TrainConfig
-from sayuri_async.train.dataset import ChunkError, ChunkStream, StreamSpec, list_chunks, make_loader, select_window, window_size
+from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, list_chunks, make_loader, select_window,
+                                        window_size)
 from sayuri_async.train.distributed import (broadcast, gather, pick_device, rng_state, set_rng_state,
                                             setup_distributed)
 from sayuri_async.train.errors import BadInitWeights, NoTrainingData, NothingToResume, TrainError
