@@ -106,9 +106,9 @@ def test_convert_writes_chunks_the_trainer_reads(tmp_path, capsys):
     for path in written:
         arrays = read_chunk(path, encoder="sayuri-v3", planes=43)
         assert arrays["meta"]["board_size"] in (7, 9)
-    from sayuri_async.sayuri import data
+    from sayuri_async.sayuri.cli import data_main
 
-    assert data.main([str(src), "-o", str(tmp_path / "d2")]) == 0
+    assert data_main([str(src), "-o", str(tmp_path / "d2")]) == 0
     assert "2 chunk(s)" in capsys.readouterr().out
 
 

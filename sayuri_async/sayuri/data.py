@@ -505,9 +505,3 @@ def _convert(paths: list[str], out_dir: str | os.PathLike, generation: int, chun
             flush(buffers[n])
     return result
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``sayuri-async import-data FILE... -o DIR`` (see ``cli.data_main``)."""
-    from .cli import data_main
-
-    return data_main(argv)

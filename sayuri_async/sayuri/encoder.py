@@ -15,7 +15,7 @@ komi code    the four real-valued planes (wave, komi/20, -komi/20, N*N/361)
              ``P_KOMI`` has ``round(2 * komi)`` cells set when the komi (for
              the side to move) is positive, plane ``P_NEG_KOMI`` the same
              for a negative komi (in raster order; the count survives the
-             dihedral symmetries). ``decode_inputs`` in ``sayuri/model.py``
+             dihedral symmetries). ``decode_inputs`` in ``sayuri/inputs.py``
              turns the planes back into Sayuri's floats on the device, so an
              imported network sees exactly what Sayuri feeds it. Komi is in
              half points and at most ``N*N / 2`` points either way.

@@ -26,9 +26,8 @@ descend     one playout's way down: replay the root position on the scratch
             in a tree kept for another position) is closed (prior -1) and
             the descent starts again: each restart closes an edge for good,
             so a descent always ends.
-cache key   hash of the leaf's last eight positions, side to move and ko
-            point (odd, never 0): two leaves with the same key get the same
-            network output.
+cache key   ``infer/cache.cache_key``: two leaves with the same key get
+            the same network output.
 round       what one search does between two awaits: up to
             ``leaves_per_await`` descents in one compiled call
             (``descend_round``), whose leaves go to the batcher as one
@@ -49,11 +48,13 @@ from numba import njit
 
 from ..go import board as B
 from ..features import encode_simple_v1
-from ..go.scoring import area_map
+from ..go.scoring import area_outcome
 from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3
-from ..infer.cache import cache_lookup, cache_store
+from ..infer.cache import cache_key, cache_lookup, cache_store
+from ..symmetry import permute_planes
+from .superko import repeats_position
 from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, TAIL,
-                   add_virtual_loss, backup, collect_moves, finish, in_game_table, new_node, transform_planes)
+                   add_virtual_loss, backup, collect_moves, finish, new_node)
 
 TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
 COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
@@ -130,53 +131,6 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
 
 
 @njit(cache=True)
-def _seen_before(w, h, depth: int) -> bool:
-    if in_game_table(w, h):
-        return True
-    for i in range(1, depth + 1):
-        if w.path_hash[i] == h:
-            return True
-    return False
-
-
-@njit(cache=True)
-def cache_key(rec) -> np.uint64:
-    """Hash of what the network sees: recent positions, side to move, ko."""
-    k = np.uint64(0x243F6A8885A308D3)
-    m = np.uint64(0x100000001B3)
-    depth = min(rec.move_num, B.HISTORY - 1)
-    for i in range(depth + 1):
-        h = rec.hist_hash[(rec.hist_pos - i) % B.HISTORY]
-        k = (k ^ h) * m
-    k ^= np.uint64(rec.to_move) * np.uint64(0x9E3779B97F4A7C15)
-    k ^= np.uint64(rec.ko) * np.uint64(0xC2B2AE3D27D4EB4F)
-    k ^= np.uint64(rec.n) * np.uint64(0x165667B19E3779F9)
-    return k | np.uint64(1)  # odd: never 0 (an empty cache slot), TERMINAL or COLLISION
-
-
-@njit(cache=True)
-def terminal_value(rec) -> float:
-    """Tromp-Taylor result for the side to move: +1 win, -1 loss, 0 jigo."""
-    n = rec.n
-    owner = np.empty(n * n, dtype=np.int8)
-    area_map(rec, owner)
-    s = 0.0
-    for i in range(n * n):
-        if owner[i] == B.BLACK:
-            s += 1.0
-        elif owner[i] == B.WHITE:
-            s -= 1.0
-    s -= rec.komi
-    if rec.to_move == B.WHITE:
-        s = -s
-    if s > 0:
-        return 1.0
-    if s < 0:
-        return -1.0
-    return 0.0
-
-
-@njit(cache=True)
 def encode_leaf(ident: int, rec, out) -> None:
     """Encode ``rec`` into ``out`` with the encoder ``ident``
     (``features.Encoder.ident``). The compiled search names its encoders
@@ -238,7 +192,7 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
                 break
             B.play(rec, p)
             h = rec.hash
-            if p != B.PASS and _seen_before(w, h, depth):
+            if p != B.PASS and repeats_position(w.game_table, w.game_mask, w.path_hash, h, depth):
                 # superko: this child can never be played; choose again
                 edges[e].prior = -1.0
                 restart = True
@@ -261,9 +215,7 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
             continue
         w.depths[leaf_slot] = depth
         if terminal:
-            v = terminal_value(rec)
-            w.terminal_value = v
-            backup(ws, nodes, leaf_slot, v, False)
+            backup(ws, nodes, leaf_slot, area_outcome(rec), False)
             return np.uint64(TERMINAL)
         if nodes[node].nchild == 0 or widen:
             collect_moves(ws, leaf_slot)
@@ -276,7 +228,7 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
         if w.params[P_RANDOM_SYMMETRY] > 0.0:
             sym = np.random.randint(0, 8)
             if sym != 0:
-                transform_planes(ws, planes, slot, sym, rec.n)
+                permute_planes(planes[slot], w.sym_map[sym], w.sym_buf)
                 key ^= np.uint64(sym) * np.uint64(0xD6E8FEB86659FD92) & ~np.uint64(1)
         w.leaf_sym[leaf_slot] = sym
         w.leaf_key[leaf_slot] = key
