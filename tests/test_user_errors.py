@@ -213,8 +213,10 @@ def test_a_version_and_no_advertised_command_that_is_missing(capsys):
 
     assert cli.main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("sayuri-async 0.")
-    for name, (module, _) in cli.SUBCOMMANDS.items():
+    for name, (target, _) in cli.SUBCOMMANDS.items():
+        module, _, function = target.partition(":")
         assert importlib.util.find_spec(module) is not None, name
+        assert callable(getattr(importlib.import_module(module), function or "main", None)), name
     assert "bench" not in cli.SUBCOMMANDS
 
 
