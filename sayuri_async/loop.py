@@ -326,6 +326,15 @@ class Loop:
                                     random_opening=2, seed=st.generation))
         return anchor_figures(res.wins, res.losses, res.draws)
 
+    def anchor_init(self, st: LoopState) -> None:
+        """The anchor games of an ``--init`` network (generation 0), once, so
+        the curves start from it."""
+        if (self.cfg.anchor_games == 0 or not self.ws.weights(0).is_file() or self._stopping()
+                or any(s["generation"] == 0 for s in st.summaries)):
+            return
+        st.summaries.insert(0, {"generation": 0, **self.anchor(replace(st, generation=0)), "promoted": True})
+        self.ws.save_state(st)
+
     def init_from(self, weights: str) -> None:
         """Begin a new workspace with ``weights`` as generation 0 (see the
         vocabulary); ConfigError for a started workspace or a bad file."""
@@ -360,6 +369,7 @@ class Loop:
             self.say(f"{stop} is there (left from an earlier stop?): stopping before any work; "
                      f"delete it to run the loop: rm {stop}")
             return 0
+        self.anchor_init(st)
         while self.cfg.generations == 0 or st.generation <= self.cfg.generations:
             if self._stopping():
                 self.say("stop requested: leaving after the last finished step")

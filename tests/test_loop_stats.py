@@ -100,6 +100,15 @@ def test_loop_generation_plays_the_anchor_and_logs_the_curves(tmp_path):
     assert rows[0]["anchor_games"] == "2" and rows[0]["anchor_win_rate"] != ""
     if importlib.util.find_spec("matplotlib") is not None:
         assert (ws / "logs" / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    # a workspace begun from a network (--init) plays the anchor with it first: generation 0 of the curves
+    loop = Loop(str(path), str(tmp_path / "ws2"))
+    loop.init_from(str(ws / "weights" / "gen-000001.safetensors"))
+    loop.anchor_init(loop.ws.load_state())
+    st = loop.ws.load_state()
+    assert st.summaries[0]["generation"] == 0 and st.summaries[0]["anchor_games"] == 2
+    assert st.generation == 1 and st.phase == "selfplay"
+    loop.anchor_init(st)  # once only
+    assert len(loop.ws.load_state().summaries) == 1
 
 
 def test_an_anchor_that_is_not_installed_is_a_config_error(tmp_path):
