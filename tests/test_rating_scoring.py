@@ -152,6 +152,15 @@ def test_ladder_script_writes_markdown_and_json(tmp_path):
     assert len(row["wilson95"]) == 2 and row["seconds_per_move"] > 0
     md = out.with_suffix(".md").read_text()
     assert "| 1 | 2 |" in md and "Wilson" in md
+    # the same command with more games resumes: the two games are counted, not played again
+    assert rate_gnugo.main(["--weights", "random", "--levels", "1", "--games", "3", "--board", "7",
+                            "--playouts", "4", "--out", str(out), "--gnugo", GNUGO]) == 0
+    again = json.loads(out.with_suffix(".json").read_text())["levels"][0]
+    assert again["games"] == 3 and again["complete"]
+    assert {k: again["per_game"][k] for k in ("0", "1")} == row["per_game"]
+    # other settings over the table: refused
+    assert rate_gnugo.main(["--weights", "random", "--levels", "1", "--games", "3", "--board", "7",
+                            "--playouts", "5", "--out", str(out), "--gnugo", GNUGO]) == 2
     assert rate_gnugo.main(["--weights", str(tmp_path / "nope"), "--out", str(out)]) == 2
 
 

@@ -56,7 +56,7 @@ def gnugo_command(level: int, binary: str = GNUGO) -> str:
 
 def _elo(x: float | None, infinite: str) -> str:
     """An Elo figure; None (an infinite one, as the JSON holds it) prints as ``infinite``."""
-    return infinite if x is None else f"{x:+.0f}"
+    return infinite if x is None else f"{round(x) + 0:+d}"  # + 0: no "-0"
 
 
 def markdown(rows: list[dict], header: dict) -> str:
