@@ -142,6 +142,7 @@ def plot_curves(csv_path: Path, out: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     from .train.plot import read_log
 
@@ -182,6 +183,7 @@ def plot_curves(csv_path: Path, out: Path) -> Path:
     axes[4].set_ylabel("resignation\nfalse positives")
     axes[4].set_ylim(-0.02, 1.02)
     axes[4].set_xlabel("generation")
+    axes[4].xaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.suptitle(f"learning curves: {csv_path}")
