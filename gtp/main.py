@@ -278,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     elif shipped is not None:
         log(f"no weights given: 9x9 plays the shipped network {shipped} on {cfg.net.device}; other board sizes "
             f"the random network (near-uniform policy, neutral value)")
+    elif cfg.net.weights == RANDOM:
+        log("weights 'random': playing with the random network on every board size (near-uniform policy, "
+            "neutral value)")
     else:
         log("no weights given: playing with the random network (near-uniform policy, neutral value)")
     try:
