@@ -14,7 +14,8 @@ resignation check  self-play plays out a fraction (``[selfplay]
                  ``resign_false_positives``: those the resigner won;
                  ``resign_fp_rate``: their ratio (empty when none was
                  checked). Without a resignation threshold or a discard
-                 fraction nothing is checked.
+                 fraction nothing is checked; a would-be resignation at a
+                 game's last move flags no position and is not counted.
 anchor           a fixed opponent every generation plays (``[loop]
                  anchor_games`` games, 0 by default: off, so CI stays fast),
                  GNU Go level 1 by default (``anchor_command``). Its win rate
