@@ -22,6 +22,11 @@ hist      ring of the last HISTORY colour arrays (for the network's history
           planes): ``hist[(hist_pos - k) % HISTORY]`` is the position k plies
           ago, valid for ``k <= move_num``; ``hist_move`` at the same index is
           the point played to reach it (PASS for a pass or the start).
+rules     ``scoring`` (0 area, 1 territory), ``handicap`` (stones placed
+          before the first move) and ``handicap_last`` (the point of the
+          last of them, 0 without): copied with the board, read by the
+          ``sayuri-v3`` encoder only (Sayuri encodes both); ``go/game.py``
+          sets them.
 
 Everything in this module is a plain function over records so that search and
 feature encoding can call it from compiled code. ``go/game.py`` wraps it in a
@@ -61,6 +66,9 @@ BOARD_DTYPE = np.dtype(
         ("last_move", np.int32),
         ("hist_pos", np.int32),
         ("captures", np.int32, (3,)),
+        ("scoring", np.int32),
+        ("handicap", np.int32),
+        ("handicap_last", np.int32),
     ],
     align=True,
 )
@@ -111,6 +119,9 @@ def rec_init(rec, n: int, komi: float) -> None:
     rec.hist_pos = 0
     for c in range(3):
         rec.captures[c] = 0
+    rec.scoring = 0
+    rec.handicap = 0
+    rec.handicap_last = 0
     for p in range(w * w):
         rec.hist[0, p] = rec.color[p]
 
@@ -158,6 +169,9 @@ def copy_position(dst, src) -> None:
     dst.hist_pos = src.hist_pos
     for i in range(3):
         dst.captures[i] = src.captures[i]
+    dst.scoring = src.scoring
+    dst.handicap = src.handicap
+    dst.handicap_last = src.handicap_last
 
 
 @njit(cache=True)

@@ -138,8 +138,9 @@ def _ladder_libs(b, v: int, c: int, w: int) -> tuple[int, int]:
 
 
 @njit(cache=True)
-def _prey_selections(S, d: int, prey: int, v: int, think_ko: bool, w: int, sel) -> tuple[int, int]:
-    """(verdict, number of candidate moves written to ``sel``)."""
+def _prey_selections(S, d: int, prey: int, v: int, think_ko: bool, w: int, sel, seen) -> tuple[int, int]:
+    """(verdict, number of candidate moves written to ``sel``); the
+    candidates are appended to ``seen`` (see ``_note``)."""
     b = S[d]
     if b.libs[b.parent[v]] >= 2 or (b.ko != NO_KO and think_ko):
         return _PREY, 0
@@ -155,6 +156,8 @@ def _prey_selections(S, d: int, prey: int, v: int, think_ko: bool, w: int, sel) 
         s = b.nxt[s]
         if s == v:
             break
+    for i in range(n):
+        _note(seen, sel[i])
     m = 0
     has_not_cap = False
     for i in range(n):
@@ -175,7 +178,7 @@ def _prey_selections(S, d: int, prey: int, v: int, think_ko: bool, w: int, sel) 
 
 
 @njit(cache=True)
-def _hunter_selections(S, d: int, prey: int, v: int, w: int, sel) -> tuple[int, int]:
+def _hunter_selections(S, d: int, prey: int, v: int, w: int, sel, seen) -> tuple[int, int]:
     b = S[d]
     libs = b.libs[b.parent[v]]
     if libs >= 3:
@@ -185,6 +188,8 @@ def _hunter_selections(S, d: int, prey: int, v: int, w: int, sel) -> tuple[int, 
     _string_libs(b, v, w, sel, 0)
     m1 = sel[0]
     m2 = sel[1]
+    _note(seen, m1)
+    _note(seen, m2)
     adjacent = False
     for k in range(4):
         if m1 + _dir(w, k) == m2:
@@ -221,7 +226,7 @@ def _hunter_selections(S, d: int, prey: int, v: int, w: int, sel) -> tuple[int, 
 
 @njit(cache=True)
 def _enter(S, SEL, NSEL, IDX, TURN, BI, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int,
-           nodes) -> int:
+           nodes, seen) -> int:
     """Start Sayuri's PreyMove (``prey_turn``; ``move`` is the hunter's move,
     or none) or HunterMove (``move`` is the prey's) from the frame at level
     ``d``. Returns the verdict, or _NEITHER with a frame pushed at level
@@ -242,10 +247,10 @@ def _enter(S, SEL, NSEL, IDX, TURN, BI, d: int, prey_turn: bool, move: int, prey
     if prey_turn:
         if move != _NULL:
             _play(S[b], move, 3 - prey)
-        res, n = _prey_selections(S, b, prey, v, move != _NULL, w, SEL[e])
+        res, n = _prey_selections(S, b, prey, v, move != _NULL, w, SEL[e], seen)
     else:
         _play(S[b], move, prey)
-        res, n = _hunter_selections(S, b, prey, v, w, SEL[e])
+        res, n = _hunter_selections(S, b, prey, v, w, SEL[e], seen)
     if res != _NEITHER:
         return res
     NSEL[e] = n
@@ -255,13 +260,13 @@ def _enter(S, SEL, NSEL, IDX, TURN, BI, d: int, prey_turn: bool, move: int, prey
 
 
 @njit(cache=True)
-def _read(S, SEL, NSEL, IDX, TURN, BI, prey: int, v: int, w: int, first: int, nodes) -> int:
+def _read(S, SEL, NSEL, IDX, TURN, BI, prey: int, v: int, w: int, first: int, nodes, seen) -> int:
     """Read the ladder of the string at ``v`` from level 0, the prey to play
     after the hunter's ``first`` move (or with none): _PREY or _HUNTER. An
     explicit stack of frames (level ``e`` holds its board, candidate moves,
     next candidate and whose turn), no recursion."""
     BI[0] = 0
-    r = _enter(S, SEL, NSEL, IDX, TURN, BI, 0, True, first, prey, v, w, nodes)
+    r = _enter(S, SEL, NSEL, IDX, TURN, BI, 0, True, first, prey, v, w, nodes, seen)
     if r != _NEITHER:
         return r
     top = 1
@@ -281,16 +286,161 @@ def _read(S, SEL, NSEL, IDX, TURN, BI, prey: int, v: int, w: int, first: int, no
             continue
         mv = SEL[e, IDX[e]]
         IDX[e] += 1
-        r = _enter(S, SEL, NSEL, IDX, TURN, BI, e, not TURN[e], mv, prey, v, w, nodes)
+        r = _enter(S, SEL, NSEL, IDX, TURN, BI, e, not TURN[e], mv, prey, v, w, nodes, seen)
         if r == _NEITHER:
             top = e + 1
         res = r
 
 
+# --------------------------------------------------------------------------
+# whole boards, and the cache a search keeps for its root position
+
+FP_WORDS = (MAX_P + 63) // 64  # a set of board points as bits
+MAX_ENTRIES = MAX_P // 2 + 1  # strings a board can hold
+VITAL_MAX = 2  # vital moves of one string: its capture, or its two ataris
+SEEN_CAP = 4096  # candidate points one read-out notes (more: it is not kept)
+
+LADDER_CACHE_DTYPE = np.dtype(
+    [
+        ("ready", np.int32),  # 1: the entries belong to the position in color / ko
+        ("n", np.int32),
+        ("ko", np.int32),
+        ("entries", np.int32),
+        ("color", np.int8, (MAX_P,)),
+        ("entry", np.int16, (MAX_P,)),  # per point: the entry of the string first met there, -1 none
+        ("fp", np.uint64, (MAX_ENTRIES, FP_WORDS)),  # each entry's footprint
+        ("nv", np.int8, (MAX_ENTRIES,)),  # its vital moves (0: not a ladder)
+        ("vital", np.int16, (MAX_ENTRIES, VITAL_MAX)),
+        ("reused", np.int64),  # strings taken from the entries at other positions (statistics)
+        ("read", np.int64),  # strings read out there
+    ],
+    align=True,
+)
+
+
+@njit(cache=True, inline="always")
+def _note(seen, p: int) -> None:
+    """Append ``p`` to the list ``seen`` (``seen[0]`` counts; past the
+    array's room only the count grows, which marks the list as cut)."""
+    k = seen[0]
+    if k + 1 < seen.shape[0]:
+        seen[1 + k] = p
+    seen[0] = k + 1
+
+
 @njit(cache=True)
-def ladder_map(rec, out) -> None:
-    """Fill ``out[N*N]`` (int8) with Sayuri's ladder codes (``NOT_LADDER`` ...
-    ``LADDER_TAKE``) for the board record ``rec``."""
+def _read_string(rec, S, SEL, NSEL, IDX, TURN, BI, nodes, p: int, c: int, libs: int, w: int, vital,
+                 seen) -> int:
+    """Read out the string of colour ``c`` at ``p`` (``libs`` 1 or 2) on
+    ``S[0]`` (a copy of ``rec``); its vital moves go to ``vital``, their
+    number is returned (0: no ladder). Every point a read-out looks at is a
+    candidate noted in ``seen``, or next to one, or in a string next to one
+    (``_footprint`` makes a set of it)."""
+    libbuf = np.empty(8, np.int32)
+    nodes[0] = 0
+    nv = 0
+    if libs == 1:
+        if _read(S, SEL, NSEL, IDX, TURN, BI, c, p, w, _NULL, nodes, seen) == _HUNTER:
+            _string_libs(S[0], p, w, libbuf, 0)
+            vital[nv] = libbuf[0]
+            nv += 1
+    else:
+        k = _string_libs(S[0], p, w, libbuf, 0)
+        for i in range(k):
+            a = libbuf[i]
+            _note(seen, a)
+            if _legal(S[0], a, 3 - c):
+                if _read(S, SEL, NSEL, IDX, TURN, BI, c, p, w, a, nodes, seen) == _HUNTER:
+                    vital[nv] = a
+                    nv += 1
+    return nv
+
+
+@njit(cache=True, inline="always")
+def _set_near(fp, p: int, w: int) -> None:
+    """Points within distance 2 of ``p`` into the bit set ``fp``."""
+    m = w * w
+    p = np.int64(p)
+    w = np.int64(w)
+    for q in (p, p - 1, p + 1, p - w, p + w, p - 2, p + 2, p - 2 * w, p + 2 * w,
+              p - w - 1, p - w + 1, p + w - 1, p + w + 1):
+        if 0 <= q < m:
+            fp[q >> 6] |= np.uint64(1) << np.uint64(q & 63)
+
+
+@njit(cache=True)
+def _footprint(rec, p: int, c: int, seen, fp, mark) -> None:
+    """The points whose stones decide the read-out of the string at ``p``
+    (colour ``c``) on ``rec``, as the bit set ``fp``: within distance 2 of
+    every candidate point in ``seen`` and of every stone of the strings
+    involved, which are the string itself, the strings on or next to a
+    candidate, and the strings next to any of those of colour ``c`` (the
+    prey may join them and then looks at their neighbours). A read-out
+    plays only on candidate points, and every board operation it makes
+    (legality, liberties, captures, joins) reads the points next to a move
+    or to the strings it touches, so two positions with the same stones on
+    ``fp`` and the same ko point, or one outside ``fp``, read the same.
+    ``mark`` (``[MAX_P]`` bool, all false) is scratch, left all false."""
+    w = np.int64(rec.w)
+    for i in range(fp.shape[0]):
+        fp[i] = 0
+    cnt = seen[0]
+    if cnt + 1 > seen.shape[0]:  # the list was cut: the whole board
+        for i in range(fp.shape[0]):
+            fp[i] = ~np.uint64(0)
+        return
+    color = rec.color
+    parent = rec.parent
+    heads = np.empty(MAX_ENTRIES + 1, np.int32)
+    nh = 0
+    heads[0] = parent[p]
+    mark[parent[p]] = True
+    nh = 1
+    for i in range(cnt):
+        x = np.int64(seen[1 + i])
+        _set_near(fp, x, w)
+        for q in (x, x - 1, x + 1, x - w, x + w):
+            cq = color[q]
+            if cq == BLACK or cq == WHITE:
+                h = parent[q]
+                if not mark[h]:
+                    mark[h] = True
+                    heads[nh] = h
+                    nh += 1
+    base = nh
+    for j in range(base):  # the strings next to the prey's colour among them
+        h = heads[j]
+        if color[h] != c:
+            continue
+        s = np.int64(h)
+        while True:
+            for q in (s - 1, s + 1, s - w, s + w):
+                cq = color[q]
+                if (cq == BLACK or cq == WHITE) and not mark[parent[q]]:
+                    mark[parent[q]] = True
+                    heads[nh] = parent[q]
+                    nh += 1
+            s = rec.nxt[s]
+            if s == h:
+                break
+    for j in range(nh):
+        h = heads[j]
+        mark[h] = False
+        s = h
+        while True:
+            _set_near(fp, s, w)
+            s = rec.nxt[s]
+            if s == h:
+                break
+
+
+@njit(cache=True)
+def _ladder_pass(rec, out, cache, mode: int) -> None:
+    """``ladder_map``'s loop. ``mode`` 0: read every string; 1: also keep
+    each string's result and footprint in ``cache`` for this position; 2:
+    take a string's result from ``cache`` (made with mode 1 for another
+    position) when none of its footprint's points nor the ko point changed,
+    read the others."""
     n = rec.n
     w = rec.w
     for i in range(n * n):
@@ -303,9 +453,27 @@ def ladder_map(rec, out) -> None:
     TURN = np.zeros(D, np.bool_)
     BI = np.zeros(D, np.int32)
     nodes = np.zeros(1, np.int64)
-    libbuf = np.empty(8, np.int32)
     verdict = np.zeros(MAX_P, np.int8)  # per string head: 0 unknown, 1 ladder, 2 not
-    vital = np.empty(8, np.int32)
+    vital = np.empty((MAX_P, VITAL_MAX), np.int32)  # per string head
+    nvital = np.zeros(MAX_P, np.int8)
+    seen = np.zeros(SEEN_CAP + 1, np.int32)
+    changed = np.zeros(FP_WORDS, np.uint64)
+    mark = np.zeros(0, np.bool_)
+    if mode == 1:
+        cache.ready = 0
+        cache.entries = 0
+        mark = np.zeros(MAX_P, np.bool_)
+        for p in range(w * w):
+            cache.entry[p] = -1
+    ko_moved = False
+    if mode == 2:
+        if cache.ready != 1 or cache.n != n:
+            mode = 0
+        else:
+            for p in range(w * w):
+                if rec.color[p] != cache.color[p]:
+                    changed[p >> 6] |= np.uint64(1) << np.uint64(p & 63)
+            ko_moved = rec.ko != cache.ko
     loaded = False
     for y in range(n):
         for x in range(n):
@@ -314,38 +482,96 @@ def ladder_map(rec, out) -> None:
             if c != BLACK and c != WHITE:
                 continue
             g = rec.parent[p]
-            libs = rec.libs[g]
             if verdict[g] == 2:
                 continue
-            nv = 0
-            if verdict[g] == 0:
+            libs = rec.libs[g]
+            first = verdict[g] == 0
+            if first:
                 if libs >= 3:
                     verdict[g] = 2
                     continue
-                if not loaded:
-                    S = np.empty(D, BOARD_DTYPE)
-                    SEL = np.empty((D, SEL_WIDTH), np.int32)
-                    copy_position(S[0], rec)
-                    loaded = True
-                nodes[0] = 0
-                if libs == 1:
-                    if _read(S, SEL, NSEL, IDX, TURN, BI, c, p, w, _NULL, nodes) == _HUNTER:
-                        _string_libs(S[0], p, w, libbuf, 0)
-                        vital[nv] = libbuf[0]
-                        nv += 1
-                else:
-                    k = _string_libs(S[0], p, w, libbuf, 0)
-                    for i in range(k):
-                        a = libbuf[i]
-                        if _legal(S[0], a, 3 - c):
-                            if _read(S, SEL, NSEL, IDX, TURN, BI, c, p, w, a, nodes) == _HUNTER:
-                                vital[nv] = a
-                                nv += 1
+                nv = -1
+                if mode == 2:
+                    e = cache.entry[p]
+                    if e >= 0:
+                        fp = cache.fp[e]
+                        ok = True
+                        for i in range(FP_WORDS):
+                            if fp[i] & changed[i]:
+                                ok = False
+                                break
+                        if ok and ko_moved:
+                            for k in (rec.ko, cache.ko):
+                                if k != 0 and fp[k >> 6] & (np.uint64(1) << np.uint64(k & 63)):
+                                    ok = False
+                        if ok:
+                            nv = cache.nv[e]
+                            for i in range(nv):
+                                vital[g, i] = cache.vital[e, i]
+                            cache.reused += 1
+                if nv < 0:
+                    if not loaded:
+                        S = np.empty(D, BOARD_DTYPE)
+                        SEL = np.empty((D, SEL_WIDTH), np.int32)
+                        copy_position(S[0], rec)
+                        loaded = True
+                    seen[0] = 0
+                    nv = _read_string(rec, S, SEL, NSEL, IDX, TURN, BI, nodes, p, c, libs, w, vital[g], seen)
+                    if mode == 2:
+                        cache.read += 1
+                    elif mode == 1:
+                        e = cache.entries
+                        cache.entries = e + 1
+                        cache.entry[p] = e
+                        _footprint(rec, p, c, seen, cache.fp[e], mark)
+                        cache.nv[e] = nv
+                        for i in range(nv):
+                            cache.vital[e, i] = vital[g, i]
+                nvital[g] = nv
                 if nv == 0:
                     verdict[g] = 2
                     continue
                 verdict[g] = 1
             out[y * n + x] = LADDER_DEATH if libs == 1 else LADDER_ESCAPABLE
-            for i in range(nv):
-                a = vital[i]
+            if not first:  # the vital moves are written once, at the string's first stone
+                continue
+            for i in range(nvital[g]):
+                a = vital[g, i]
                 out[(a // w - 1) * n + a % w - 1] = LADDER_TAKE if libs == 1 else LADDER_ATARI
+    if mode == 1:
+        for p in range(w * w):
+            cache.color[p] = rec.color[p]
+        cache.n = n
+        cache.ko = rec.ko
+        cache.ready = 1
+
+
+@njit(cache=True)
+def ladder_map(rec, out) -> None:
+    """Fill ``out[N*N]`` (int8) with Sayuri's ladder codes (``NOT_LADDER`` ...
+    ``LADDER_TAKE``) for the board record ``rec``."""
+    cache = np.empty(1, LADDER_CACHE_DTYPE)  # not read in this mode
+    _ladder_pass(rec, out, cache[0], 0)
+
+
+@njit(cache=True)
+def ladder_map_keep(rec, out, cache) -> None:
+    """``ladder_map``, keeping every read-out with its footprint in
+    ``cache`` (a ``LADDER_CACHE_DTYPE`` record) for ``ladder_map_reuse`` at
+    positions that follow from this one."""
+    _ladder_pass(rec, out, cache, 1)
+
+
+@njit(cache=True)
+def ladder_map_reuse(rec, out, cache) -> None:
+    """``ladder_map`` for ``rec``, taking the read-outs of ``cache`` (kept by
+    ``ladder_map_keep`` at another position) for the strings whose
+    footprint holds the same stones (and the ko point did not move into
+    it); the same map as ``ladder_map``, cheaper when the positions differ
+    by a few moves far from most strings."""
+    _ladder_pass(rec, out, cache, 2)
+
+
+def new_ladder_cache() -> np.ndarray:
+    """An empty cache (an array of one ``LADDER_CACHE_DTYPE`` record)."""
+    return np.zeros(1, LADDER_CACHE_DTYPE)
