@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..go.board import BLACK, BOARD_DTYPE, EMPTY, MAX_P, NO_KO, WHITE, copy_position, is_simple_legal, play
+from ..go.board import BLACK, BOARD_DTYPE, EMPTY, MAX_P, NO_KO, WHITE, ZOBRIST, copy_position, is_simple_legal, play
 
 MAX_LADDER_NODES = 2000
 MAX_DEPTH = 160
@@ -140,7 +140,7 @@ def _ladder_libs(b, v: int, c: int, w: int) -> tuple[int, int]:
 @njit(cache=True)
 def _prey_selections(S, d: int, prey: int, v: int, think_ko: bool, w: int, sel, seen) -> tuple[int, int]:
     """(verdict, number of candidate moves written to ``sel``); the
-    candidates are appended to ``seen`` (see ``_note``)."""
+    candidates are added to the point set ``seen`` (``_note``)."""
     b = S[d]
     if b.libs[b.parent[v]] >= 2 or (b.ko != NO_KO and think_ko):
         return _PREY, 0
@@ -298,7 +298,14 @@ def _read(S, SEL, NSEL, IDX, TURN, BI, prey: int, v: int, w: int, first: int, no
 FP_WORDS = (MAX_P + 63) // 64  # a set of board points as bits
 MAX_ENTRIES = MAX_P // 2 + 1  # strings a board can hold
 VITAL_MAX = 2  # vital moves of one string: its capture, or its two ataris
-SEEN_CAP = 4096  # candidate points one read-out notes (more: it is not kept)
+MEMO_SETS = 64  # the memo of read-outs made at other positions: sets x ways, by string point
+MEMO_WAYS = 4
+MEMO = MEMO_SETS * MEMO_WAYS
+_KO_SALT = np.uint64(0x9E3779B97F4A7C15)
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_CTZ = np.array([0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53, 51, 43, 22,
+                 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44, 32, 23,
+                 11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9, 13, 8, 7, 6], np.int64)
 
 LADDER_CACHE_DTYPE = np.dtype(
     [
@@ -311,21 +318,46 @@ LADDER_CACHE_DTYPE = np.dtype(
         ("fp", np.uint64, (MAX_ENTRIES, FP_WORDS)),  # each entry's footprint
         ("nv", np.int8, (MAX_ENTRIES,)),  # its vital moves (0: not a ladder)
         ("vital", np.int16, (MAX_ENTRIES, VITAL_MAX)),
+        ("memo_n", np.int32),  # board size of the memo's entries (0: empty)
+        ("m_p", np.int16, (MEMO,)),  # the string's first point (0: a free slot)
+        ("m_key", np.uint64, (MEMO,)),  # hash of the stones on its footprint (and the ko point in it)
+        ("m_fp", np.uint64, (MEMO, FP_WORDS)),
+        ("m_nv", np.int8, (MEMO,)),
+        ("m_vital", np.int16, (MEMO, VITAL_MAX)),
+        ("m_next", np.int8, (MEMO_SETS,)),  # the way a set replaces next
         ("reused", np.int64),  # strings taken from the entries at other positions (statistics)
+        ("remembered", np.int64),  # strings taken from the memo
         ("read", np.int64),  # strings read out there
     ],
     align=True,
 )
 
 
+@njit(cache=True)
+def _fp_key(rec, fp) -> np.uint64:
+    """Zobrist hash of ``rec``'s stones on the points of ``fp``, and of the
+    ko point when it is one of them (empty points add nothing)."""
+    k = np.uint64(0)
+    color = rec.color
+    for i in range(fp.shape[0]):
+        wd = fp[i]
+        while wd:
+            low = wd & (~wd + np.uint64(1))
+            q = i * 64 + _CTZ[(low * _DEBRUIJN) >> np.uint64(58)]
+            c = color[q]
+            if c == BLACK or c == WHITE:
+                k ^= ZOBRIST[c, q]
+            wd ^= low
+    ko = rec.ko
+    if ko != 0 and fp[ko >> 6] & (np.uint64(1) << np.uint64(ko & 63)):
+        k ^= np.uint64(ko) * _KO_SALT
+    return k
+
+
 @njit(cache=True, inline="always")
 def _note(seen, p: int) -> None:
-    """Append ``p`` to the list ``seen`` (``seen[0]`` counts; past the
-    array's room only the count grows, which marks the list as cut)."""
-    k = seen[0]
-    if k + 1 < seen.shape[0]:
-        seen[1 + k] = p
-    seen[0] = k + 1
+    """Add point ``p`` to the bit set ``seen`` (``FP_WORDS`` words)."""
+    seen[p >> 6] |= np.uint64(1) << np.uint64(p & 63)
 
 
 @njit(cache=True)
@@ -371,24 +403,25 @@ def _set_near(fp, p: int, w: int) -> None:
 @njit(cache=True)
 def _footprint(rec, p: int, c: int, seen, fp, mark) -> None:
     """The points whose stones decide the read-out of the string at ``p``
-    (colour ``c``) on ``rec``, as the bit set ``fp``: within distance 2 of
-    every candidate point in ``seen`` and of every stone of the strings
-    involved, which are the string itself, the strings on or next to a
-    candidate, and the strings next to any of those of colour ``c`` (the
-    prey may join them and then looks at their neighbours). A read-out
-    plays only on candidate points, and every board operation it makes
-    (legality, liberties, captures, joins) reads the points next to a move
-    or to the strings it touches, so two positions with the same stones on
-    ``fp`` and the same ko point, or one outside ``fp``, read the same.
-    ``mark`` (``[MAX_P]`` bool, all false) is scratch, left all false."""
+    (colour ``c``) on ``rec``, as the bit set ``fp``. A read-out plays and
+    tests moves only at its candidate points (``seen``); the board
+    operations behind them (legality, liberty bounds, a move with its
+    captures and joins) look at the points within distance 2 of the move
+    and at the strings next to it, which may join or be captured, so the
+    points within distance 2 of their stones too; and the prey, once joined
+    to such a string of its colour, counts the liberties of the strings
+    next to it, which depend on their stones and the points next to them.
+    So ``fp`` holds the points within distance 2 of each candidate, of each
+    stone of the string itself and of the strings on or next to a
+    candidate, and the stones and their neighbours of the strings next to
+    those of colour ``c``. Two positions with the same stones on ``fp``,
+    and the same ko point or one outside ``fp``, read the same (an
+    untouched string also keeps its stone ring, whose order the read-out
+    follows). ``mark`` (``[MAX_P]`` bool, all false) is scratch, left all
+    false."""
     w = np.int64(rec.w)
     for i in range(fp.shape[0]):
         fp[i] = 0
-    cnt = seen[0]
-    if cnt + 1 > seen.shape[0]:  # the list was cut: the whole board
-        for i in range(fp.shape[0]):
-            fp[i] = ~np.uint64(0)
-        return
     color = rec.color
     parent = rec.parent
     heads = np.empty(MAX_ENTRIES + 1, np.int32)
@@ -396,8 +429,9 @@ def _footprint(rec, p: int, c: int, seen, fp, mark) -> None:
     heads[0] = parent[p]
     mark[parent[p]] = True
     nh = 1
-    for i in range(cnt):
-        x = np.int64(seen[1 + i])
+    for x in range(w * w):
+        if not seen[x >> 6] & (np.uint64(1) << np.uint64(x & 63)):
+            continue
         _set_near(fp, x, w)
         for q in (x, x - 1, x + 1, x - w, x + w):
             cq = color[q]
@@ -426,9 +460,13 @@ def _footprint(rec, p: int, c: int, seen, fp, mark) -> None:
     for j in range(nh):
         h = heads[j]
         mark[h] = False
-        s = h
+        s = np.int64(h)
         while True:
-            _set_near(fp, s, w)
+            if j < base:
+                _set_near(fp, s, w)
+            else:  # next to the prey's side only: the stones and their neighbours
+                for q in (s, s - 1, s + 1, s - w, s + w):
+                    fp[q >> 6] |= np.uint64(1) << np.uint64(q & 63)
             s = rec.nxt[s]
             if s == h:
                 break
@@ -440,7 +478,8 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
     each string's result and footprint in ``cache`` for this position; 2:
     take a string's result from ``cache`` (made with mode 1 for another
     position) when none of its footprint's points nor the ko point changed,
-    read the others."""
+    else from the cache's memo when the stones on a remembered footprint
+    for the string's point hash the same, else read it (and remember it)."""
     n = rec.n
     w = rec.w
     for i in range(n * n):
@@ -456,7 +495,7 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
     verdict = np.zeros(MAX_P, np.int8)  # per string head: 0 unknown, 1 ladder, 2 not
     vital = np.empty((MAX_P, VITAL_MAX), np.int32)  # per string head
     nvital = np.zeros(MAX_P, np.int8)
-    seen = np.zeros(SEEN_CAP + 1, np.int32)
+    seen = np.zeros(FP_WORDS, np.uint64)
     changed = np.zeros(FP_WORDS, np.uint64)
     mark = np.zeros(0, np.bool_)
     if mode == 1:
@@ -466,10 +505,15 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
         for p in range(w * w):
             cache.entry[p] = -1
     ko_moved = False
+    use_root = False
     if mode == 2:
-        if cache.ready != 1 or cache.n != n:
-            mode = 0
-        else:
+        mark = np.zeros(MAX_P, np.bool_)
+        if cache.memo_n != n:
+            for e in range(MEMO):
+                cache.m_p[e] = 0
+            cache.memo_n = n
+        if cache.ready == 1 and cache.n == n:
+            use_root = True
             for p in range(w * w):
                 if rec.color[p] != cache.color[p]:
                     changed[p >> 6] |= np.uint64(1) << np.uint64(p & 63)
@@ -491,7 +535,7 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
                     verdict[g] = 2
                     continue
                 nv = -1
-                if mode == 2:
+                if use_root:
                     e = cache.entry[p]
                     if e >= 0:
                         fp = cache.fp[e]
@@ -509,16 +553,35 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
                             for i in range(nv):
                                 vital[g, i] = cache.vital[e, i]
                             cache.reused += 1
+                if nv < 0 and mode == 2:
+                    base = (p % MEMO_SETS) * MEMO_WAYS
+                    for e in range(base, base + MEMO_WAYS):
+                        if cache.m_p[e] == p and _fp_key(rec, cache.m_fp[e]) == cache.m_key[e]:
+                            nv = cache.m_nv[e]
+                            for i in range(nv):
+                                vital[g, i] = cache.m_vital[e, i]
+                            cache.remembered += 1
+                            break
                 if nv < 0:
                     if not loaded:
                         S = np.empty(D, BOARD_DTYPE)
                         SEL = np.empty((D, SEL_WIDTH), np.int32)
                         copy_position(S[0], rec)
                         loaded = True
-                    seen[0] = 0
+                    for i in range(FP_WORDS):
+                        seen[i] = 0
                     nv = _read_string(rec, S, SEL, NSEL, IDX, TURN, BI, nodes, p, c, libs, w, vital[g], seen)
                     if mode == 2:
                         cache.read += 1
+                        st = p % MEMO_SETS
+                        e = st * MEMO_WAYS + cache.m_next[st]
+                        cache.m_next[st] = (cache.m_next[st] + 1) % MEMO_WAYS
+                        _footprint(rec, p, c, seen, cache.m_fp[e], mark)
+                        cache.m_p[e] = p
+                        cache.m_key[e] = _fp_key(rec, cache.m_fp[e])
+                        cache.m_nv[e] = nv
+                        for i in range(nv):
+                            cache.m_vital[e, i] = vital[g, i]
                     elif mode == 1:
                         e = cache.entries
                         cache.entries = e + 1
@@ -567,8 +630,12 @@ def ladder_map_reuse(rec, out, cache) -> None:
     """``ladder_map`` for ``rec``, taking the read-outs of ``cache`` (kept by
     ``ladder_map_keep`` at another position) for the strings whose
     footprint holds the same stones (and the ko point did not move into
-    it); the same map as ``ladder_map``, cheaper when the positions differ
-    by a few moves far from most strings."""
+    it), or from its memo of read-outs made by earlier calls, kept with the
+    hash of the stones on their footprint (a 64-bit Zobrist hash, as
+    superko uses); the others are read and remembered. The same map as
+    ``ladder_map``, cheaper when positions differ by a few moves far from
+    most strings or share strings and their surroundings (siblings in a
+    search tree)."""
     _ladder_pass(rec, out, cache, 2)
 
 

@@ -198,11 +198,14 @@ def encode_leaf(w, rec, out, depth: int) -> int:
         if cache.ready == 0:
             tmp = np.empty(w.root.n * w.root.n, np.int8)
             ladder_map_keep(w.root, tmp, cache)
-        return encode_sayuri_v3_reuse(rec, out, cache, w.leaf_idle)
-    encode_simple_v1(rec, out)
-    if depth == 0:
-        return pass_alive_idle(rec, rec.to_move, w.leaf_idle)
-    return 0
+        k = encode_sayuri_v3_reuse(rec, out, cache, w.leaf_idle)
+        if depth > 0 or rec.scoring != 1:  # under territory scoring its planes have no safe areas
+            return k
+    else:
+        encode_simple_v1(rec, out)
+        if depth > 0:
+            return 0
+    return pass_alive_idle(rec, rec.to_move, w.leaf_idle)
 
 
 @njit(cache=True)
