@@ -148,15 +148,23 @@ def copy_position(dst, src) -> None:
     of scratch boards that never look at their history (the ladder reader);
     ``copy_board`` is this plus the ring."""
     m = src.w * src.w
-    # explicit loops: numba's slice assignment is several times slower here
-    sc, sp, sn, sl, ss = src.color, src.parent, src.nxt, src.libs, src.size
-    dc, dp, dn, dl, ds = dst.color, dst.parent, dst.nxt, dst.libs, dst.size
+    # explicit loops, one per array (numba's slice assignment is several
+    # times slower here, and one loop over all five does not vectorise)
+    a, b = dst.color, src.color
     for i in range(m):
-        dc[i] = sc[i]
-        dp[i] = sp[i]
-        dn[i] = sn[i]
-        dl[i] = sl[i]
-        ds[i] = ss[i]
+        a[i] = b[i]
+    a, b = dst.parent, src.parent
+    for i in range(m):
+        a[i] = b[i]
+    a, b = dst.nxt, src.nxt
+    for i in range(m):
+        a[i] = b[i]
+    a, b = dst.libs, src.libs
+    for i in range(m):
+        a[i] = b[i]
+    a, b = dst.size, src.size
+    for i in range(m):
+        a[i] = b[i]
     dst.hash = src.hash
     dst.komi = src.komi
     dst.n = src.n

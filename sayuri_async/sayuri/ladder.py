@@ -91,12 +91,26 @@ def _play(b, p: int, c: int) -> None:
 @njit(cache=True)
 def _string_libs(b, v: int, w: int, out, n: int) -> int:
     """Append the liberties of the string at ``v`` to ``out[n:]`` (no
-    duplicates within ``out[:n]``); returns the new length."""
+    duplicates within ``out[:n]``), in the order of a walk along its stone
+    ring; returns the new length. The reader only asks for strings of one
+    or two liberties, so the walk stops once it has met as many distinct
+    ones as the string has (the same list, sooner; a string of more
+    liberties is walked whole)."""
+    want = b.libs[b.parent[v]]
+    met0 = -1
+    met1 = -1
+    found = 0
     s = v
     while True:
         for k in range(4):
             q = s + _dir(w, k)
             if b.color[q] == EMPTY:
+                if q != met0 and q != met1:
+                    if found == 0:
+                        met0 = q
+                    elif found == 1:
+                        met1 = q
+                    found += 1
                 seen = False
                 for i in range(n):
                     if out[i] == q:
@@ -105,6 +119,8 @@ def _string_libs(b, v: int, w: int, out, n: int) -> int:
                 if not seen and n < out.shape[0]:
                     out[n] = q
                     n += 1
+        if want <= 2 and found >= want:
+            break
         s = b.nxt[s]
         if s == v:
             break
