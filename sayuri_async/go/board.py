@@ -353,6 +353,16 @@ def play(rec, p: int) -> int:
 
     The caller guarantees ``is_simple_legal(rec, p)``.
     """
+    captured = play_position(rec, p)
+    _push_history(rec)
+    return captured
+
+
+@njit(cache=True)
+def play_position(rec, p: int) -> int:
+    """``play`` without the history ring (``hist``, ``hist_hash``,
+    ``hist_move`` stay as they were): for scratch boards that never read it
+    (the ladder reader)."""
     c = rec.to_move
     o = 3 - c
     rec.move_num += 1
@@ -361,7 +371,6 @@ def play(rec, p: int) -> int:
     if p == PASS:
         rec.passes += 1
         rec.ko = NO_KO
-        _push_history(rec)
         return 0
     rec.passes = 0
     w = np.int64(rec.w)
@@ -413,7 +422,6 @@ def play(rec, p: int) -> int:
         rec.ko = cap_point
     else:
         rec.ko = NO_KO
-    _push_history(rec)
     return captured
 
 

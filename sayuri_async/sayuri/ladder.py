@@ -12,7 +12,7 @@ vital move  for a dead ladder the capturing point (``LADDER_TAKE``), for an
             escapable one each atari that starts a working ladder
             (``LADDER_ATARI``).
 scratch     the search plays moves on a stack of board records ``S[slot]``
-            (``BOARD_DTYPE``), with ``go/board.py``'s own rules: ``play`` and
+            (``BOARD_DTYPE``), with ``go/board.py``'s own rules: ``play_position`` and
             ``is_simple_legal`` for either colour (the side to move is set
             first), ``copy_position`` to copy a board (its history ring is
             never read here, so it is not copied). A ply copies its parent's
@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..go.board import BLACK, BOARD_DTYPE, EMPTY, MAX_P, NO_KO, WHITE, ZOBRIST, copy_position, is_simple_legal, play
+from ..go.board import BLACK, BOARD_DTYPE, EMPTY, MAX_P, NO_KO, WHITE, ZOBRIST, copy_position, is_simple_legal, play_position
 
 MAX_LADDER_NODES = 2000
 MAX_DEPTH = 160
@@ -85,7 +85,7 @@ def _legal(b, p: int, c: int) -> bool:
 def _play(b, p: int, c: int) -> None:
     """Colour ``c`` plays legal point ``p`` on scratch board ``b``."""
     b.to_move = c
-    play(b, p)
+    play_position(b, p)
 
 
 @njit(cache=True)
