@@ -126,7 +126,7 @@ class Engine:
         """Play the current game and the next ones under ``rules``; the
         position stays."""
         self.rules = rules
-        self.game.rules = rules
+        self.game.set_rules(rules)
         self.drop_tree()
 
     def position(self, color: int | None) -> Game:

@@ -93,6 +93,7 @@ class Game:
 
     def __post_init__(self) -> None:
         self.arr = B.new_board(self.size, self.komi)
+        self.arr[0]["scoring"] = 1 if self.rules.scoring == "territory" else 0
         self.moves: list[tuple[int, int]] = []
         self.handicap: list[int] = []
         self._hashes = np.zeros(64, dtype=np.uint64)
@@ -125,6 +126,16 @@ class Game:
     @property
     def passes(self) -> int:
         return int(self.rec["passes"])
+
+    def set_rules(self, rules: Rules) -> None:
+        """Play on under ``rules`` (now and after any undo)."""
+        self.rules = rules
+        code = 1 if rules.scoring == "territory" else 0
+        self.rec["scoring"] = code
+        for u in self._undo:
+            u.rec[0]["scoring"] = code
+        if self._start is not None:
+            self._start[0]["scoring"] = code
 
     def set_komi(self, komi: float) -> None:
         """Change komi for scoring now and after any undo."""
@@ -282,8 +293,15 @@ class Game:
         for a in actions:
             B.place_stone(self.rec, B.action_to_point(n, a), B.BLACK)
         self.mark_start()
-        self.handicap = list(actions)
+        self.mark_handicap(actions)
         self.rec["to_move"] = B.WHITE
+
+    def mark_handicap(self, actions: list[int]) -> None:
+        """Record that the start position's black stones ``actions`` (in
+        the order they were placed) are a handicap."""
+        self.handicap = list(actions)
+        self.rec["handicap"] = len(actions)
+        self.rec["handicap_last"] = B.action_to_point(self.size, actions[-1]) if actions else 0
 
     def set_fixed_handicap(self, stones: int) -> list[int]:
         acts = handicap_actions(self.size, stones)

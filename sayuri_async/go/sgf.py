@@ -242,7 +242,7 @@ def _load(data: str | bytes, default_komi: float) -> tuple[Game, SgfInfo]:
         except IllegalMove as e:
             raise SgfError(str(e)) from e
         if info.handicap >= 2 and not white:
-            game.handicap = list(black)
+            game.mark_handicap(list(black))
     elif to_move is not None:
         game.rec["to_move"] = to_move
 

@@ -37,7 +37,8 @@ round       what one search does between two awaits: up to
             are finished inside the round and cost no request.
 
 The descent encodes leaves with the encoder named by ``ws.encoder`` (see
-``encode_leaf``).
+``encode_leaf``), and leaves the side to move's idle points (``tree.py``)
+out of a leaf's moves where the encoding found them.
 """
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ from numba import njit
 from ..go import board as B
 from ..features import encode_simple_v1
 from ..go.scoring import area_outcome
-from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3
+from ..sayuri.benson import pass_alive_idle
+from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3_reuse
+from ..sayuri.ladder import ladder_map_keep
 from ..infer.cache import cache_key, cache_lookup, cache_store
 from ..symmetry import permute_planes
 from .superko import repeats_position
@@ -131,16 +134,32 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
 
 
 @njit(cache=True)
-def encode_leaf(ident: int, rec, out) -> None:
-    """Encode ``rec`` into ``out`` with the encoder ``ident``
-    (``features.Encoder.ident``). The compiled search names its encoders
-    here: a numba function passed as an argument costs microseconds per
-    call, and a closure over one cannot be cached on disk. A new encoder
-    adds its branch."""
-    if ident == SAYURI_V3_IDENT:
-        encode_sayuri_v3(rec, out)
+def encode_leaf(w, rec, out, depth: int) -> int:
+    """Encode the leaf ``rec`` into ``out`` with the workspace's encoder
+    (``w.encoder``, a ``features.Encoder.ident``) and write its idle points
+    (``tree.py``) into ``w.leaf_idle`` where they are known: from the
+    ``sayuri-v3`` encoder's own safe areas, and at the root (``depth`` 0)
+    for any encoder. Returns how many (0: none, or not looked for). The
+    compiled search names its encoders here: a numba function passed as an
+    argument costs microseconds per call, and a closure over one cannot be
+    cached on disk. A new encoder adds its branch.
+
+    ``sayuri-v3`` reads its ladders with the root's read-outs
+    (``ladder.ladder_map_reuse``), made at the first leaf after
+    ``set_root``; the planes are those of ``encode_sayuri_v3``."""
+    if w.encoder == SAYURI_V3_IDENT:
+        cache = w.ladders
+        if cache.ready == 0:
+            tmp = np.empty(w.root.n * w.root.n, np.int8)
+            ladder_map_keep(w.root, tmp, cache)
+        k = encode_sayuri_v3_reuse(rec, out, cache, w.leaf_idle)
+        if depth > 0 or rec.scoring != 1:  # under territory scoring its planes have no safe areas
+            return k
     else:
         encode_simple_v1(rec, out)
+        if depth > 0:
+            return 0
+    return pass_alive_idle(rec, rec.to_move, w.leaf_idle)
 
 
 @njit(cache=True)
@@ -217,12 +236,12 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
         if terminal:
             backup(ws, nodes, leaf_slot, area_outcome(rec), False)
             return np.uint64(TERMINAL)
-        if nodes[node].nchild == 0 or widen:
-            collect_moves(ws, leaf_slot)
         w.leaf_widen[leaf_slot] = 1 if widen else 0
         nodes[node].state = PENDING
         add_virtual_loss(ws, nodes, leaf_slot)
-        encode_leaf(w.encoder, rec, planes[slot])
+        idle = encode_leaf(w, rec, planes[slot], depth)
+        if nodes[node].nchild == 0 or widen:
+            collect_moves(ws, leaf_slot, idle > 0)
         key = cache_key(rec)
         sym = 0
         if w.params[P_RANDOM_SYMMETRY] > 0.0:

@@ -63,6 +63,16 @@ symmetry    with random symmetry on, each leaf is shown to the network in one
 value       in ``[-1, 1]`` for the side to move at a node (win minus loss);
             winrate = (value + 1) / 2.
 params      float64 vector indexed by the P_* constants (PUCT and FPU).
+idle points the side to move's empty points inside its own pass-alive
+            area with no opponent stone (``sayuri/benson.py``): no move
+            there can gain anything, and the search never plays one (pass
+            stays). The root's children never include one (``set_root``
+            closes kept edges there; its first expansion leaves them out);
+            below the root they are left out when the leaf's encoder found
+            them anyway (``sayuri-v3`` computes safe areas for its planes),
+            which is Sayuri's own rule; with ``simple-v1`` a Benson pass per
+            leaf would cost more than the rest of the leaf, so there only
+            the root is kept clean.
 
 The compiled functions here are shared by PUCT and Gumbel search: allocation,
 expansion from a policy row, backup and the pools' reset; ``root.py`` holds
@@ -76,6 +86,8 @@ from numba import njit
 
 from ..go import board as B
 from .superko import TABLE_SLOTS, fill_position_set
+from ..sayuri.benson import pass_alive_idle
+from ..sayuri.ladder import LADDER_CACHE_DTYPE
 
 MAX_DEPTH = 512
 MAX_LEAVES = 16  # leaves one search may have waiting on the network at once
@@ -136,6 +148,8 @@ WS_DTYPE = np.dtype(
         ("leaf_widen", np.int8, (MAX_LEAVES,)),  # 1: the leaf is an expanded node that gets more edges
         ("prior_buf", np.float32, (MAX_ACTIONS,)),  # the expanding leaf's priors, in leaf_moves order
         ("action_mark", np.uint8, (MAX_ACTIONS,)),  # scratch: actions that have an edge already (widen)
+        ("leaf_idle", np.uint8, (MAX_ACTIONS,)),  # the leaf's idle points (see "idle points"); pass never
+        ("ladders", LADDER_CACHE_DTYPE),  # the root's ladder read-outs (sayuri-v3 leaves reuse them)
     ],
     align=True,
 )
@@ -199,15 +213,54 @@ def set_root(ws, nodes, edges, arr, hashes, max_moves: int, keep: bool, edge_roo
     B.copy_board(w.root, arr[0])
     w.game_mask = fill_position_set(w.game_table, hashes)
     w.max_moves = max_moves
+    w.ladders.ready = 0  # the root's read-outs are made at its first leaf
+    close_idle_root_edges(ws, nodes, edges)
 
 
 @njit(cache=True)
-def collect_moves(ws, leaf_slot: int) -> int:
+def close_idle_root_edges(ws, nodes, edges) -> int:
+    """Give the root's edges at its idle points prior -1 (a kept tree may
+    have them: its positions were expanded below an earlier root). Returns
+    how many were closed."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    if root.nchild == 0:
+        return 0
+    rec = w.root
+    nn = rec.n * rec.n
+    idle = w.leaf_idle
+    if pass_alive_idle(rec, rec.to_move, idle) == 0:
+        return 0
+    closed = 0
+    for i in range(root.first, root.first + root.nchild):
+        a = edges[i].action
+        if 0 <= a < nn and idle[a] and edges[i].prior >= 0.0:
+            edges[i].prior = -1.0
+            closed += 1
+    if closed and root.ordered > 0:
+        root.ordered = 0
+    return closed
+
+
+@njit(cache=True)
+def collect_moves(ws, leaf_slot: int, skip_idle: bool) -> int:
     """List the scratch board's simple-legal actions (pass last) in
     ``ws.leaf_moves[leaf_slot]``: the children the leaf gets when its
-    priors arrive. Returns how many."""
+    priors arrive; with ``skip_idle`` none of ``ws.leaf_idle``'s points.
+    Returns how many."""
     w = ws[0]
-    k = B.list_legal_actions(w.scratch, w.leaf_moves[leaf_slot])
+    moves = w.leaf_moves[leaf_slot]
+    k = B.list_legal_actions(w.scratch, moves)
+    if skip_idle:
+        idle = w.leaf_idle
+        nn = w.scratch.n * w.scratch.n
+        j = 0
+        for i in range(k):
+            a = moves[i]
+            if a >= nn or not idle[a]:
+                moves[j] = a
+                j += 1
+        k = j
     w.leaf_nmoves[leaf_slot] = k
     return k
 
