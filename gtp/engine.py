@@ -34,7 +34,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sayuri_async.features import get_encoder
+from sayuri_async.encoders import get_encoder
 from sayuri_async.go.game import Game, Rules
 from sayuri_async.infer.batcher import Batcher
 from sayuri_async.infer.worker import Worker

@@ -5,7 +5,9 @@ Vocabulary
 encoder   a named, versioned way to turn a board record (``go/board.py``)
           into ``planes`` uint8 planes ``out[C, N, N]`` for the side to
           move. A network records the encoder it was trained with (its
-          NetConfig and weights file); engines look it up by name here.
+          NetConfig and weights file); engines look it up by name in the
+          registry, ``encoders.py``. This module holds ``simple-v1`` and the
+          plane kernels other encoders share (``eq_planes``).
 encode    the encoder's compiled function ``encode(rec, out)``: ``rec`` is a
           board record (``arr[0]``), ``out`` a C-contiguous ``[C, N, N]``
           uint8 view (usually one row of the batcher's pinned input
@@ -21,54 +23,12 @@ own/opp   colours relative to the side to move at the current position
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
 from .go.board import BLACK, HISTORY, MAX_P, NO_KO
-
-DEFAULT_ENCODER = "simple-v1"
-
-
-@dataclass(frozen=True)
-class Encoder:
-    name: str
-    planes: int
-    encode: Any  # numba dispatcher: encode(rec, out[C, N, N] uint8) -> None
-    # the same taking the board's (1,)-shaped record array: from Python this
-    # costs about 1 us per call against about 5 us for a record argument
-    encode_arr: Any = None
-    # the compiled search's number for this encoder (``search.puct.encode_leaf``)
-    ident: int = 0
-
-    def alloc(self, n: int, batch: int | None = None) -> np.ndarray:
-        """A zeroed ``[C, n, n]`` (or ``[batch, C, n, n]``) uint8 buffer."""
-        shape = (self.planes, n, n) if batch is None else (batch, self.planes, n, n)
-        return np.zeros(shape, dtype=np.uint8)
-
-    def encode_into(self, arr: np.ndarray, out: np.ndarray) -> None:
-        """Encode the board array ``arr`` (shape (1,), as ``Game.arr``) into
-        ``out[C, N, N]``: the fast way to call the encoder from Python."""
-        if self.encode_arr is not None and arr.ndim == 1:
-            self.encode_arr(arr, out)
-        else:
-            self.encode(arr[0], out)
-
-    def __call__(self, arr: np.ndarray) -> np.ndarray:
-        """Encode one board (a record array of shape (1,) or a record) into
-        a fresh ``[C, N, N]`` array. Convenience for tests and tools."""
-        if isinstance(arr, np.ndarray) and arr.shape == (1,):
-            out = self.alloc(int(arr[0]["n"]))
-            self.encode_into(arr, out)
-        else:
-            out = self.alloc(int(arr["n"]))
-            self.encode(arr, out)
-        return out
-
 
 # --------------------------------------------------------------------------
 # simple-v1
@@ -241,19 +201,3 @@ def encode_many(encode, recs, idx, out) -> None:
     call), so use this for batches, ``Encoder.encode_into`` for one board."""
     for i in range(idx.shape[0]):
         encode(recs[idx[i]], out[i])
-
-
-ENCODERS: dict[str, Encoder] = {
-    "simple-v1": Encoder("simple-v1", SIMPLE_V1_PLANES, encode_simple_v1, encode_simple_v1_arr, ident=0),
-}
-
-
-def get_encoder(name: str = DEFAULT_ENCODER) -> Encoder:
-    try:
-        return ENCODERS[name]
-    except KeyError:
-        raise ValueError(f"unknown encoder {name!r}; known: {sorted(ENCODERS)}") from None
-
-
-# Sayuri's 43-plane encoder registers itself into ENCODERS when imported.
-from .sayuri import encoder as _sayuri_encoder  # noqa: E402,F401

@@ -281,7 +281,7 @@ class Loop:
 
     def evaluate(self, st: LoopState) -> dict:
         from .match import NetPlayer, run_match
-        from .net.backends import make_backend
+        from .net.factory import make_backend
 
         if self.cfg.eval_games == 0:
             return {}
@@ -309,7 +309,7 @@ class Loop:
         """``anchor_games`` games of the new network against the anchor
         (``loop_stats``); {} when there are none."""
         from .match import GtpPlayer, NetPlayer, run_match
-        from .net.backends import make_backend
+        from .net.factory import make_backend
 
         if self.cfg.anchor_games == 0:
             return {}

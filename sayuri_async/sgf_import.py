@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .features import DEFAULT_ENCODER, get_encoder
+from .encoders import DEFAULT_ENCODER, get_encoder
 from .fileio import run_stamp
 from .go import board as B
 from .go.game import Game

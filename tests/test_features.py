@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sayuri_async.encoders import DEFAULT_ENCODER, ENCODERS, get_encoder
 from sayuri_async.features import (
-    DEFAULT_ENCODER, ENCODERS, P_BLACK_TO_MOVE, P_KO, P_ONES, P_OPP_LIBS, P_OWN_LIBS,
-    encode_many, get_encoder,
+    P_BLACK_TO_MOVE, P_KO, P_ONES, P_OPP_LIBS, P_OWN_LIBS,
+    encode_many,
 )
 from sayuri_async.go.board import BLACK
 from sayuri_async.go.coords import vertex_to_action

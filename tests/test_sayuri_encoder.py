@@ -11,13 +11,15 @@ import numpy as np
 import pytest
 import torch
 
-from sayuri_async import features
+from sayuri_async import encoders
 from sayuri_async.go import board as B
 from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game
-from sayuri_async.sayuri.encoder import (ENCODER, P_AREA, P_KO, P_KOMI, P_LADDER, P_LIBS, P_NEG_KOMI, P_ONES,
+from sayuri_async.sayuri.encoder import (P_AREA, P_KO, P_KOMI, P_LADDER, P_LIBS, P_NEG_KOMI, P_ONES,
                                         PLANES)
 from sayuri_async.sayuri.inputs import decode_inputs, wave
+
+ENCODER = encoders.get_encoder("sayuri-v3")
 
 DEATH, ESCAPABLE, ATARI, TAKE = (P_LADDER + i for i in range(4))
 
@@ -44,7 +46,7 @@ LADDER_BLACK = "B4 C3 D3"
 
 
 def test_registered_and_shape():
-    assert features.get_encoder("sayuri-v3") is ENCODER
+    assert encoders.get_encoder("sayuri-v3") is ENCODER and ENCODER.planes == PLANES
     x = ENCODER(B.new_board(9))
     assert x.shape == (PLANES, 9, 9) and x.dtype == np.uint8
     assert x[P_ONES].all() and not x[:P_KOMI].any()

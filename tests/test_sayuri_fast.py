@@ -15,7 +15,10 @@ import pytest
 
 from helpers_sayuri_ref import compare_with_reference, encode_reference
 from sayuri_async.go import board as B
-from sayuri_async.sayuri.encoder import ENCODER, PLANES
+from sayuri_async.encoders import get_encoder
+from sayuri_async.sayuri.encoder import PLANES
+
+ENCODER = get_encoder("sayuri-v3")
 from sayuri_async.sayuri.ladder import ladder_map, ladder_map_keep, ladder_map_reuse, new_ladder_cache
 
 

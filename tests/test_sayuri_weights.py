@@ -247,7 +247,9 @@ def test_cli_import_weights(tmp_path, capsys):
 def test_torch_backend_runs_an_imported_net(tmp_path):
     from sayuri_async.go.board import new_board
     from sayuri_async.net.backends import TorchBackend
-    from sayuri_async.sayuri.encoder import ENCODER
+    from sayuri_async.encoders import get_encoder
+
+    ENCODER = get_encoder("sayuri-v3")
 
     cfg = CONFIGS["v5-mixed"]
     path = tmp_path / "net.txt"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from sayuri_async.features import get_encoder
+from sayuri_async.encoders import get_encoder
 from sayuri_async.go.game import Game
 from sayuri_async.symmetry import (
     action_map, apply_board, apply_planes, apply_planes_batch, apply_policy, apply_policy_batch, inverse,

@@ -35,7 +35,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sayuri_async.chunkfile import chunk_name, make_meta, write_chunk  # noqa: E402
-from sayuri_async.features import get_encoder  # noqa: E402
+from sayuri_async.encoders import get_encoder  # noqa: E402
 from sayuri_async.net.model import Net, NetConfig, init_weights  # noqa: E402
 from sayuri_async.train.config import from_dict  # noqa: E402
 from sayuri_async.train.losses import compute_losses  # noqa: E402

@@ -51,7 +51,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..features import DEFAULT_ENCODER, get_encoder
+from ..encoders import DEFAULT_ENCODER, get_encoder
 
 
 @dataclass
@@ -499,23 +499,3 @@ class _HostSet:
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
         self.busy = False
-
-
-def make_backend(weights: str | None, device: str = "cpu", encoder: str = DEFAULT_ENCODER,
-                 seed: int | None = None, device_model: str = "", device_table: str = "", **kw) -> Backend:
-    """``DeviceModelBackend`` when ``device`` is ``model`` or ``model:K``
-    (net ``device_model`` in ``device_table``), ``RandomBackend`` when
-    ``weights`` is None, else ``TorchBackend`` (``kw``: dtype, max_batch,
-    use_cuda_graphs, threads, buckets)."""
-    from .device_model import DeviceModelBackend, DeviceModelError, device_index
-
-    if device_index(device) is not None:
-        if weights:
-            raise DeviceModelError(f"device {device} models a GPU and answers as the random network: "
-                                   f"it takes no weights ({weights})")
-        return DeviceModelBackend(device_model or "20b256c", device_table or None, device=device, encoder=encoder,
-                                  seed=seed, max_batch=kw.get("max_batch", 256))
-    if weights is None:
-        rkw = {k: v for k, v in kw.items() if k in ("noise", "pool", "max_batch")}
-        return RandomBackend(encoder=encoder, seed=seed, **rkw)
-    return TorchBackend(weights, device=device, **kw)

@@ -47,7 +47,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..features import DEFAULT_ENCODER
+from ..encoders import DEFAULT_ENCODER
 from .backends import Backend, NetOutput, RandomBackend, default_buckets, pad_to_bucket
 from ..usererror import UserError
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from ..features import ENCODERS
+from ..encoders import ENCODERS
 from ..fileio import atomic_path
 from .model import Net, NetConfig
 from ..usererror import UserError

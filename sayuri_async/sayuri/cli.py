@@ -56,11 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         import torch
 
-        from .encoder import ENCODER
+        from ..encoders import get_encoder
+        from .encoder import NAME
         from ..go.board import new_board
         from ..go.coords import action_to_vertex
 
-        x = torch.from_numpy(ENCODER(new_board(19))).float()[None]
+        x = torch.from_numpy(get_encoder(NAME)(new_board(19))).float()[None]
         with torch.no_grad():
             out = net(x)
         wdl = torch.softmax(out["wdl"], 1)[0].tolist()

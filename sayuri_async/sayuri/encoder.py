@@ -66,7 +66,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .. import features
+from ..features import eq_planes
 from ..go.board import BLACK, HISTORY, NO_KO, PASS, WHITE
 from .benson import area_planes, area_planes_idle
 from .ladder import LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, ladder_map, ladder_map_reuse
@@ -152,7 +152,7 @@ def _history(rec, o, nn: int) -> None:
         mv = base + 2 * nn
         if k <= m:
             slot = (rec.hist_pos - k) % HISTORY
-            features.eq_planes(hist[slot], w, n, o, base, base + nn, own, opp)
+            eq_planes(hist[slot], w, n, o, base, base + nn, own, opp)
             _fill(o, mv, nn, np.uint8(0))
             if k < m:
                 _move_cell(o, mv, rec.hist_move[slot], n, w)
@@ -162,7 +162,7 @@ def _history(rec, o, nn: int) -> None:
             # Sayuri plays the last handicap stone as a move: the step before
             # the start position is the start without it
             start = hist[(rec.hist_pos - m) % HISTORY]
-            features.eq_planes(start, w, n, o, base, base + nn, own, opp)
+            eq_planes(start, w, n, o, base, base + nn, own, opp)
             _fill(o, mv, nn, np.uint8(0))
             p = rec.handicap_last
             if p > 0:
@@ -270,14 +270,4 @@ def encode_sayuri_v3_arr(arr, out) -> None:
     encode_sayuri_v3(arr[0], out)
 
 
-IDENT = 1  # features.Encoder.ident
-ENCODER = features.Encoder(NAME, PLANES, encode_sayuri_v3, encode_sayuri_v3_arr, ident=IDENT)
-
-
-def register() -> features.Encoder:
-    """Add ``sayuri-v3`` to ``features.ENCODERS`` (idempotent)."""
-    features.ENCODERS.setdefault(NAME, ENCODER)
-    return features.ENCODERS[NAME]
-
-
-register()
+IDENT = 1  # encoders.Encoder.ident: the compiled search's number for this encoder

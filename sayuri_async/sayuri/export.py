@@ -85,11 +85,12 @@ def export_sayuri(net: SayuriNet, path: str | os.PathLike, binary: bool = False)
 def max_difference(a: SayuriNet, b: SayuriNet, sizes: tuple[int, ...] = (9, 19)) -> float:
     """Largest output difference of two nets on empty boards (black to move)."""
     from ..go.board import new_board
-    from .encoder import ENCODER
+    from ..encoders import get_encoder
+    from .encoder import NAME
 
     worst = 0.0
     for n in sizes:
-        x = torch.from_numpy(ENCODER(new_board(n))).float()[None]
+        x = torch.from_numpy(get_encoder(NAME)(new_board(n))).float()[None]
         oa, ob = a.eval()(x), b.eval()(x)
         for key in ("policy_all", "misc", "ownership"):
             worst = max(worst, float((oa[key] - ob[key]).abs().max()))

@@ -40,7 +40,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..configfile import at_least, require
-from ..features import get_encoder
+from ..encoders import get_encoder
 from ..go import board as B
 from ..go.game import Game
 from ..infer.cache import NNCache, cache_key

@@ -136,7 +136,7 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
 @njit(cache=True)
 def encode_leaf(w, rec, out, depth: int) -> int:
     """Encode the leaf ``rec`` into ``out`` with the workspace's encoder
-    (``w.encoder``, a ``features.Encoder.ident``) and write its idle points
+    (``w.encoder``, an ``encoders.Encoder.ident``) and write its idle points
     (``tree.py``) into ``w.leaf_idle`` where they are known: from the
     ``sayuri-v3`` encoder's own safe areas, and at the root (``depth`` 0)
     for any encoder. Returns how many (0: none, or not looked for). The

@@ -136,7 +136,7 @@ WS_DTYPE = np.dtype(
         ("leaf_sym", np.int32, (MAX_LEAVES,)),  # symmetry the leaf was shown to the network in
         ("sym_map", np.int16, (8, MAX_ACTIONS)),  # sym_map[k, a]: where action a goes under symmetry k
         ("sym_n", np.int32),  # board size sym_map is for
-        ("encoder", np.int32),  # features.Encoder.ident of the planes the leaves get
+        ("encoder", np.int32),  # encoders.Encoder.ident of the planes the leaves get
         ("sym_buf", np.uint8, (SYM_BUF,)),
         ("root_node", np.int32),
         ("nodes_used", np.int32),

@@ -102,7 +102,7 @@ class SelfplayConfig:
             except DeviceModelError as e:
                 raise Bad("device_model", str(e)) from None
         if self.encoder:
-            from ..features import ENCODERS
+            from ..encoders import ENCODERS
 
             require(self.encoder in ENCODERS, "encoder", f"must be one of {', '.join(sorted(ENCODERS))}, "
                                                          f"not {self.encoder!r}")

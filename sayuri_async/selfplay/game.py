@@ -35,7 +35,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..features import get_encoder
+from ..encoders import get_encoder
 from ..go import board as B
 from ..go.game import Game
 from ..go.scoring import ownership, result_string

@@ -69,9 +69,9 @@ def make_engine_backend(cfg: SelfplayConfig, device: str):
     """The backend of one engine process. On a CPU the cores are shared out
     between the engine processes, so K processes do not each start a torch
     thread per core."""
-    from ..net.backends import make_backend
+    from ..net.factory import make_backend
 
-    from ..features import DEFAULT_ENCODER
+    from ..encoders import DEFAULT_ENCODER
 
     weights = cfg.weights or None
     kw: dict = {"max_batch": max(cfg.batch_size, 1)}

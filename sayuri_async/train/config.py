@@ -232,7 +232,7 @@ def check_model_table(table: dict[str, Any]) -> dict[str, Any]:
     Returns the table with ``input_planes`` filled in from the encoder when
     it was left out; a given ``input_planes`` must equal the encoder's.
     """
-    from sayuri_async.features import get_encoder
+    from sayuri_async.encoders import get_encoder
     from sayuri_async.net.model import NetConfig
 
     defaults = NetConfig()
