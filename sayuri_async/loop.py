@@ -53,7 +53,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .configfile import Bad, ConfigError, at_least, check_tables, fill, read_toml, within
+from .configfile import Bad, CommandLine, ConfigError, at_least, check_tables, fill, read_toml, within
 from .fileio import atomic_path, clean_stale_temps, run_stamp
 from .killpoint import kill_point
 from .console import console as wide_console
@@ -419,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             loop.cfg = replace(loop.cfg, generations=args.generations)
         except Bad as e:
-            print(f"sayuri-async loop: {e.located('command line', None)}", file=sys.stderr)
+            print(f"sayuri-async loop: {e.located(CommandLine(), None)}", file=sys.stderr)
             return 2
     return _run(loop)
 

@@ -131,6 +131,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")
     ap.add_argument("--max-delay", type=float, default=12.0, help="longest wait before the kill, seconds")
+    ap.add_argument("--loop-max-delay", type=float, default=45.0,
+                    help="longest wait before the kill of a loop trial (a generation is longer), seconds")
     ap.add_argument("--train-steps", type=int, default=300,
                     help="steps of a training trial (long enough for the kill to land mid-run)")
     ap.add_argument("--grace", type=float, default=10.0, help="seconds the run's processes have to end")
@@ -147,7 +149,7 @@ def main() -> int:
         ws = tmp / "loop"
         for i in range(a.trials):
             kind = pick_kind(i, kinds, rng, bool(list(data.glob("*.npz"))))
-            delay = rng.uniform(1.0, a.max_delay)
+            delay = rng.uniform(1.0, a.loop_max_delay if kind.startswith("loop") else a.max_delay)
             expect_generation = None
             if kind == "train":
                 folder = tmp / f"train-{i}"
