@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,32 +56,31 @@ def run_with_kill(cmd: list[str], kill_at: str | None, timeout: float = 300) -> 
     env.pop(ENV, None)
     if kill_at:
         env[ENV] = kill_at
-    with open(os.devnull, "wb") as devnull:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=devnull, stderr=subprocess.PIPE)
+    # stderr to a file, not a pipe: an orphan holding the pipe would keep a reader waiting for ever
+    with open(os.devnull, "wb") as devnull, tempfile.TemporaryFile() as err_file:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=devnull, stderr=err_file)
         family: set[int] = set()
-        t0 = time.time()
-        err = b""
-        os.set_blocking(proc.stderr.fileno(), False)
+        t0, timed_out = time.time(), False
         while proc.poll() is None:
             family |= set(descendant_pids(proc.pid))
-            err += proc.stderr.read() or b""
             if time.time() - t0 > timeout:
                 proc.kill()
-                raise AssertionError(f"{cmd} (kill at {kill_at}) still running after {timeout} s")
+                proc.wait()
+                timed_out = True
             time.sleep(0.1)
-        os.set_blocking(proc.stderr.fileno(), True)
-        err += proc.stderr.read() or b""
-        proc.stderr.close()
-    t1 = time.time()
-    while any(pid_running(p) for p in family) and time.time() - t1 < GRACE_S:
-        time.sleep(0.1)
-    orphans = [p for p in family if pid_running(p)]
-    for p in orphans:
-        try:
-            os.kill(p, signal.SIGKILL)
-        except OSError:
-            pass
-    return Run(proc.returncode, err.decode("utf-8", "replace"), len(family), orphans)
+        t1 = time.time()
+        while any(pid_running(p) for p in family) and time.time() - t1 < GRACE_S:
+            time.sleep(0.1)
+        orphans = [p for p in family if pid_running(p)]
+        for p in orphans:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        err_file.seek(0)
+        err = err_file.read().decode("utf-8", "replace")
+    assert not timed_out, f"{cmd} (kill at {kill_at}) still running after {timeout} s\n{err}"
+    return Run(proc.returncode, err, len(family), orphans)
 
 
 @dataclass

@@ -67,13 +67,13 @@ def test_self_play_in_one_process_survives_kills_of_its_writer_and_its_engine(tm
 def test_self_play_in_two_processes_survives_kills_of_its_parent_and_its_writers(tmp_path, games):
     out = tmp_path / "out"
     shutil.copytree(games, out)
-    cfg = selfplay_config(tmp_path, out, 2, 2)
-    steps = [
-        Step("selfplay-status@3", min_processes=5),  # the parent: engines, writers, resource tracker
-        Step("rename:chunk-*@1", exits=(FAILED,), min_processes=5),  # both writers
-        Step(None),
+    endless, two = selfplay_config(tmp_path, out, 2, 0), selfplay_config(tmp_path, out, 2, 2)
+    steps = [  # endless runs: an engine that outlived its parent would play on
+        (endless, Step("selfplay-status@3", min_processes=5)),  # the parent: engines, writers, resource tracker
+        (endless, Step("rename:chunk-*@1", exits=(FAILED,), min_processes=5)),  # both writers
+        (two, Step(None)),
     ]
-    run_chain(out, lambda i: cli("selfplay", "--config", str(cfg), "--no-tui"), steps)
+    run_chain(out, lambda i: cli("selfplay", "--config", str(steps[i][0]), "--no-tui"), [s for _, s in steps])
     stamps = {c.name.rsplit("-p", 1)[0] for c in chunks(out)}
     assert len(stamps) >= 2, stamps  # each run wrote under its own names
 
