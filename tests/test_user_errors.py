@@ -95,6 +95,8 @@ CASES = [
     ("match 'gtp:/bin/false' random --board 7", ["GTP engine", "/bin/false", "does not speak GTP"]),
     ("match '{missing} --mode gtp' random --board 7", ["GTP engine", "cannot start"]),
     ("match random random --games 1 --board 5 --playouts 2 --sgf {afile}", ["--sgf", "not a folder"]),
+    ("match random random --games 1 --json /proc/none/x.json", ["--json", "cannot write"]),
+    ("match random random --games 1 --json {dir}", ["--json", "a folder"]),
     # tune
     ("tune --batch 0", ["--batch", "at least 1"]),
     ("tune --batch x", ["--batch", "whole numbers"]),
