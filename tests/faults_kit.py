@@ -54,6 +54,7 @@ class Run:
 def run_with_kill(cmd: list[str], kill_at: str | None, timeout: float = 300) -> Run:
     env = dict(os.environ)
     env.pop(ENV, None)
+    env.setdefault("OMP_NUM_THREADS", "1")  # tiny nets: a second torch thread only spins on a loaded machine
     if kill_at:
         env[ENV] = kill_at
     # stderr to a file, not a pipe: an orphan holding the pipe would keep a reader waiting for ever
@@ -96,8 +97,10 @@ def run_chain(folder: Path, command, steps: list[Step]) -> list[Run]:
     runs = []
     for i, step in enumerate(steps):
         before = file_digests(folder) if folder.exists() else {}
+        t0 = time.time()
         r = run_with_kill(command(i), step.kill_at)
         what = f"step {i} (kill at {step.kill_at})"
+        print(f"{what}: exit {r.returncode}, {r.processes} processes, {time.time() - t0:.1f} s", flush=True)
         assert r.returncode in (step.exits if step.kill_at else (0,)), f"{what}: exit {r.returncode}\n{r.stderr}"
         assert not r.orphans, f"{what}: {len(r.orphans)} of {r.processes} processes outlived the run"
         assert r.processes >= step.min_processes, f"{what}: only {r.processes} processes started"
