@@ -5,8 +5,8 @@ moments and check what survives (the long form of tests/test_faults*.py; Linux).
 Each trial starts a tiny run as the user would (``sayuri-async selfplay``
 with ``--procs`` 1 or 2, ``sayuri-async train`` on chunks the self-play
 trials wrote, or ``sayuri-async loop`` one generation further on a workspace
-that grows over the trials), waits a random time, and sends SIGKILL to the
-main process. Then, for that trial:
+that grows over the trials), waits until it writes its first file, then a
+random time more, and sends SIGKILL to the main process. Then, for that trial:
 
 - orphans    every process the run had started (engines, writers, data
              readers) must be gone within ``--grace`` seconds
@@ -92,14 +92,26 @@ def loop_generation(ws: Path) -> int:
         return 1
 
 
-def kill_after(cmd: list[str], delay: float, grace: float) -> tuple[int, int, bool]:
-    """Start ``cmd``, SIGKILL it after ``delay`` s; (processes it had
-    started, of them still alive after ``grace`` s, whether it had ended by
-    itself before the kill)."""
+def names(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*") if p.is_file()} if folder.is_dir() else set()
+
+
+def kill_after(cmd: list[str], folder: Path, delay: float, grace: float,
+               start_limit: float = 180.0) -> tuple[int, int, bool]:
+    """Start ``cmd``; once it has written its first file into ``folder`` (or
+    after ``start_limit`` s: a loaded machine takes long to start), wait
+    ``delay`` s more and SIGKILL it. Returns (processes it had started, of
+    them still alive after ``grace`` s, whether it had ended by itself)."""
+    before = names(folder)
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    t0, family = time.time(), set()
-    while time.time() - t0 < delay and proc.poll() is None:
+    t0, family, working = time.time(), set(), None
+    while proc.poll() is None:
         family |= set(descendant_pids(proc.pid))
+        now = time.time()
+        if working is None and (names(folder) != before or now - t0 > start_limit):
+            working = now
+        if working is not None and now - working >= delay:
+            break
         time.sleep(0.05)
     family |= set(descendant_pids(proc.pid))
     ended = proc.poll() is not None
@@ -130,9 +142,10 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=12)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}")
-    ap.add_argument("--max-delay", type=float, default=12.0, help="longest wait before the kill, seconds")
-    ap.add_argument("--loop-max-delay", type=float, default=45.0,
-                    help="longest wait before the kill of a loop trial (a generation is longer), seconds")
+    ap.add_argument("--max-delay", type=float, default=8.0,
+                    help="longest wait before the kill, seconds after the run's first file")
+    ap.add_argument("--loop-max-delay", type=float, default=30.0,
+                    help="the same for a loop trial (a generation is longer)")
     ap.add_argument("--train-steps", type=int, default=300,
                     help="steps of a training trial (long enough for the kill to land mid-run)")
     ap.add_argument("--grace", type=float, default=10.0, help="seconds the run's processes have to end")
@@ -149,7 +162,7 @@ def main() -> int:
         ws = tmp / "loop"
         for i in range(a.trials):
             kind = pick_kind(i, kinds, rng, bool(list(data.glob("*.npz"))))
-            delay = rng.uniform(1.0, a.loop_max_delay if kind.startswith("loop") else a.max_delay)
+            delay = rng.uniform(0.0, a.loop_max_delay if kind.startswith("loop") else a.max_delay)
             expect_generation = None
             if kind == "train":
                 folder = tmp / f"train-{i}"
@@ -168,7 +181,7 @@ def main() -> int:
                 folder = tmp / "sp"
                 run = cli("selfplay", "--config", str(selfplay_config(tmp, folder, procs, 0)), "--no-tui")
                 restart = cli("selfplay", "--config", str(selfplay_config(tmp, folder, procs, 2)), "--no-tui")
-            started, orphans, ended = kill_after(run, delay, a.grace)
+            started, orphans, ended = kill_after(run, folder, delay, a.grace)
             bad, checked = check_run(folder)
             before = file_digests(folder)
             r = subprocess.run(restart, cwd=ROOT, capture_output=True, text=True, timeout=900)
@@ -182,7 +195,7 @@ def main() -> int:
             totals["bad_files"] += len(bad)
             totals["failed_resumes"] += not resumed
             totals["overwritten"] += len(changed)
-            print(f"trial {i} {kind}: killed after {delay:.1f} s{' (it had ended)' if ended else ''}, "
+            print(f"trial {i} {kind}: killed {delay:.1f} s after its first file{' (it had ended)' if ended else ''}, "
                   f"{started} processes started, {orphans} orphans, {checked} files, {len(bad)} bad, "
                   f"resume exit {r.returncode}{'' if resumed else ' FAILED'}, {len(changed)} overwritten"
                   + (f"\n  {r.stderr.strip().splitlines()[-1]}" if r.returncode and r.stderr.strip() else ""),
