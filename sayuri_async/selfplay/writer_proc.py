@@ -187,10 +187,9 @@ class WriterProcess:
         kind = reply[0]
         if kind == "error":
             self._error = reply[1]
-        elif kind == "done":
-            self._done = True
         else:
             self._chunks, self._positions = reply[1], reply[2]
+            self._done = self._done or kind == "done"
         return kind
 
     def _poll(self, again: bool = True) -> None:
