@@ -1,4 +1,4 @@
-# make demo : set up .venv and run a short 9x9 self-play with the live TUI
+# make demo : set up .venv and run a short 9x9 self-play of the shipped network with the live TUI
 # make test : set up .venv and run the test suite
 PY ?= python3
 VENV := .venv
@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml tools/setup_venv.sh
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/sayuri-async selfplay --config configs/selfplay-9x9.toml
+	$(BIN)/sayuri-async selfplay --config configs/selfplay-9x9.toml --weights weights/9x9/gnugo9-4x48.safetensors --num-games 24
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sayuri_async.configfile import ConfigError, at_least, fill_sections, positive, read_toml, require, within
-
-MIN_BOARD, MAX_BOARD = 2, 25
-MAX_LEAVES = 16  # search/tree.py's MAX_LEAVES
+from sayuri_async.go.board import MAX_N as MAX_BOARD, MIN_N as MIN_BOARD
+from sayuri_async.search.mcts import SearchConfig
 
 __all__ = ["ConfigError", "GtpConfig", "config_from_dict", "load_config"]
 
@@ -52,19 +51,21 @@ class GameSection:
         require(self.scoring in ("area", "territory"), "scoring", "must be \"area\" or \"territory\"")
 
 
+_SELFPLAY_ONLY = "a self-play setting: GTP adds no root noise and runs no Gumbel search"
+_FIXED_POOLS = "GTP sizes its tree by tree_memory_mb (the pools grow up to it)"
+
+
 @dataclass
-class SearchSection:
-    playouts: int = 400
-    c_init: float = 1.25
-    c_base: float = 19652.0
-    fpu_reduction: float = 0.25
-    fpu_root: float = 0.0
+class SearchSection(SearchConfig):
+    """The search's own settings (``search.mcts.SearchConfig``, the keys of
+    self-play's ``[search]`` that apply to a GTP search, with GTP's
+    defaults) and GTP's: the playouts per move, the NN cache, the batching
+    timeout, resignation and the random seed."""
     tree_memory_mb: float = 1024.0
     edges_per_expansion: int = 8
+    playouts: int = 400
     cache_size: int = 20_000
-    leaves_per_await: int = 4
     timeout_ms: float = 5.0
-    reuse_tree: bool = True
     resign_threshold: float = 0.0
     resign_min_visits: int = 100
     seed: int = -1
@@ -72,13 +73,17 @@ class SearchSection:
     # keys of older configs: refused by name, never read with another meaning
     RENAMED_KEYS: ClassVar[dict[str, str]] = {
         "node_capacity": "tree_memory_mb (the tree's memory budget in MB; it was an edge count)"}
+    # SearchConfig keys that do not apply to GTP: refused by name
+    REFUSED_KEYS: ClassVar[dict[str, str]] = {
+        **dict.fromkeys(("dirichlet_epsilon", "dirichlet_alpha_scale", "gumbel_considered_moves",
+                         "gumbel_c_visit", "gumbel_c_scale"), _SELFPLAY_ONLY),
+        **dict.fromkeys(("edge_capacity", "search_edges", "node_records"), _FIXED_POOLS),
+    }
 
     def __post_init__(self) -> None:
-        at_least(self, 1, "playouts", "leaves_per_await", "tree_memory_mb")
-        at_least(self, 0, "edges_per_expansion")
+        super().__post_init__()
+        at_least(self, 1, "playouts", "tree_memory_mb")
         at_least(self, 0, "cache_size", "resign_min_visits", "timeout_ms")
-        require(self.leaves_per_await <= MAX_LEAVES, "leaves_per_await",
-                f"must be at most {MAX_LEAVES}, not {self.leaves_per_await}")
         within(self, "[0, 0.5)", "resign_threshold")
 
 

@@ -16,16 +16,18 @@ tree reuse  ``Search.sync`` decides: the tree is kept when the position is
             when the colour on turn there played one move and the other
             colour is on turn now, and dropped otherwise (so ``genmove w``
             twice starts the second search afresh).
-think       playouts until a playout limit, a deadline or a stop request (input
-            arrived); reports come at a fixed interval. The tree grows up to
-            ``[search] tree_memory_mb`` and is then pruned (``search/pools.py``):
-            an analysis never stops growing its visits.
+think       ``Search.think``: playouts until a playout limit, a deadline or
+            a stop request (input arrived); reports come at a fixed
+            interval. The tree grows up to ``[search] tree_memory_mb`` and
+            is then pruned (``search/pools.py``): an analysis never stops
+            growing its visits.
 Inbox       what ``think`` polls for "stop on any input": ``pending()``.
-RESIGN      the action value ``genmove`` returns to resign (-1).
+RESIGN      the action value ``genmove`` returns to resign (-1): when the
+            chosen move's winrate is below ``resign_threshold`` after at
+            least ``resign_min_visits`` root visits.
 """
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
@@ -33,12 +35,10 @@ from typing import Protocol
 import numpy as np
 
 from sayuri_async.features import get_encoder
-from sayuri_async.go import board as B
 from sayuri_async.go.game import Game, Rules
 from sayuri_async.infer.batcher import Batcher
 from sayuri_async.infer.worker import Worker
-from sayuri_async.search.mcts import Search, SearchConfig
-from sayuri_async.search.puct import cache_key
+from sayuri_async.search.mcts import Search
 
 from .analysis import MoveInfo, Report, rank_moves, wilson_lcb
 from .analyze_args import AnalyzeRequest
@@ -46,8 +46,6 @@ from .config import MAX_BOARD, MIN_BOARD, GtpConfig
 from .timecontrol import TimeControl
 
 RESIGN = -1
-CHUNK_SECONDS = 0.005  # playouts run between checks of the clock and the input
-MAX_CHUNK = 64
 
 
 class Inbox(Protocol):
@@ -71,14 +69,7 @@ class Engine:
         s = cfg.search
         self.rules = Rules(scoring=cfg.game.scoring, superko=cfg.game.superko)
         self.rng = np.random.default_rng(None if s.seed < 0 else s.seed)
-        self.search = Search(
-            SearchConfig(c_init=s.c_init, c_base=s.c_base, fpu_reduction=s.fpu_reduction, fpu_root=s.fpu_root,
-                         tree_memory_mb=s.tree_memory_mb, edges_per_expansion=s.edges_per_expansion,
-                         reuse_tree=s.reuse_tree,
-                         leaves_per_await=s.leaves_per_await),
-            backend.encoder,
-            rng=self.rng,
-        )
+        self.search = Search(s, backend.encoder, rng=self.rng)  # [search] is a SearchConfig
         self.time = TimeControl(cfg.time)
         self.worker = Worker(name="infer")
         self.batcher: Batcher | None = None
@@ -135,32 +126,20 @@ class Engine:
         """Play the current game and the next ones under ``rules``; the
         position stays."""
         self.rules = rules
-        self.game.rules = rules
+        self.game.set_rules(rules)
         self.drop_tree()
 
     def position(self, color: int | None) -> Game:
-        """The game, or a copy with ``color`` to move (ko cleared, as
-        ``Game.play`` does for an out-of-turn move)."""
-        g = self.game
-        if color is None or color == g.to_move:
-            return g
-        pos = g.copy()
-        pos.rec["to_move"] = color
-        pos.rec["ko"] = B.NO_KO
-        return pos
+        """The game, or a copy with ``color`` to move (``Game.with_to_move``)."""
+        return self.game if color is None else self.game.with_to_move(color)
 
     # ---- searching -------------------------------------------------------------
     async def begin_search(self, pos: Game, avoid: set[int] | None = None, allow: set[int] | None = None) -> None:
         """Point the search at ``pos`` (keeping the tree when it may), make
         sure its root is expanded, and apply root restrictions."""
         self.search.sync(pos)  # keeps the tree when it is this position's or its parent's
-        await self._expand_root()
+        await self.search.expand_root(self.batcher)
         self.restrict_root(avoid or set(), allow)
-
-    async def _expand_root(self) -> None:
-        s = self.search
-        if not s.root_expanded():
-            await s.playout(self.batcher)
 
     def restrict_root(self, avoid: set[int], allow: set[int] | None) -> None:
         """Never search the root moves in ``avoid`` (or outside ``allow``);
@@ -182,36 +161,11 @@ class Engine:
         interval_s: float | None = None,
         on_report: Callable[[], Awaitable[None]] | None = None,
     ) -> int:
-        """Playouts on the prepared position until ``max_playouts`` new ones,
-        ``deadline`` (perf_counter), or input in ``inbox``. ``on_report`` is
-        awaited every ``interval_s``. Returns playouts run."""
-        s, ev = self.search, self.batcher
-        spent = 0
-        chunk = 1
-        next_report = time.perf_counter() + interval_s if interval_s else None
-        while True:
-            now = time.perf_counter()
-            if max_playouts is not None and spent >= max_playouts:
-                break
-            if deadline is not None and now >= deadline:
-                break
-            if inbox is not None and inbox.pending():
-                break
-            if next_report is not None and now >= next_report:
-                if on_report is not None:
-                    await on_report()
-                next_report = max(next_report + interval_s, now + interval_s * 0.5)
-            k = chunk
-            if max_playouts is not None:
-                k = min(k, max_playouts - spent)
-            t = time.perf_counter()
-            before = s.root_visits()
-            await s.playouts(ev, k)
-            spent += max(1, s.root_visits() - before)  # collisions may end a round early
-            per = (time.perf_counter() - t) / k
-            chunk = max(1, min(MAX_CHUNK, int(CHUNK_SECONDS / max(per, 1e-7))))
-            await asyncio.sleep(0)
-        return spent
+        """``Search.think`` on the prepared position, stopping also when
+        ``inbox`` has input. Returns playouts run."""
+        stop = inbox.pending if inbox is not None else None
+        return await self.search.think(self.batcher, max_playouts=max_playouts, deadline=deadline, stop=stop,
+                                       interval_s=interval_s, on_report=on_report)
 
     async def root_eval(self, pos: Game) -> tuple[float, np.ndarray]:
         """The network's score lead and ownership (side to move) at ``pos``:
@@ -221,14 +175,6 @@ class Engine:
         self.encoder.encode(pos.rec, planes[slot])
         out = await ev.commit()
         return float(out.score[slot]), np.array(out.ownership[slot], dtype=np.float64)
-
-    def _child_score(self, pos: Game, action: int, fallback: float) -> float:
-        """Score lead for the root player after ``action``: the network's
-        estimate of the child position when it is in the NN cache."""
-        arr = pos.arr.copy()
-        B.play(arr[0], B.action_to_point(pos.size, action))
-        hit = self.batcher.cache_get(int(cache_key(arr[0])))
-        return -hit[2] if hit is not None else fallback
 
     def report(self, pos: Game, req: AnalyzeRequest, root_score: float, ownership: np.ndarray | None) -> Report:
         n = pos.size
@@ -249,7 +195,8 @@ class Engine:
         for m in ranked:
             pv, pv_visits = s.pv_line(m.action)
             m.pv, m.pv_visits = pv[:pv_len], pv_visits[:pv_len]
-            m.score_lead = self._child_score(pos, m.action, root_score)
+            lead = s.child_score_lead(m.action, self.batcher.nn_cache)
+            m.score_lead = root_score if lead is None else lead
         return Report(ranked, s.root_visits(), root_wr, root_score, ownership)
 
     # ---- genmove ----------------------------------------------------------------
@@ -284,26 +231,15 @@ class Engine:
         return action
 
     def _choose(self, pos: Game) -> int:
-        """Most visited legal root move that is not restricted (prior < 0:
-        ``restrict_root``; ties: better Q, then prior); by prior when nothing
-        was visited; resign below the threshold."""
-        n = pos.size
-        visits, q, prior = self.search.stats(n)
-        order = np.lexsort((-prior, -q, -visits))
-        for a in order:
-            a = int(a)
-            if prior[a] < 0:
-                continue
-            if visits[a] == 0 and prior[a] <= 0:
-                break
-            if pos.why_illegal(a) is None:
-                s = self.cfg.search
-                wr = (q[a] + 1.0) / 2.0
-                if s.resign_threshold > 0 and self.search.root_visits() >= s.resign_min_visits \
-                        and visits[a] > 0 and wr < s.resign_threshold:
-                    return RESIGN
-                return a
-        return n * n
+        """``Search.best_move``, or RESIGN when that move's winrate is below
+        the threshold after enough visits."""
+        s, cfg = self.search, self.cfg.search
+        action = s.best_move(pos)
+        if cfg.resign_threshold > 0 and s.root_visits() >= cfg.resign_min_visits:
+            visits, q, _ = s.stats(pos.size)
+            if visits[action] > 0 and (q[action] + 1.0) / 2.0 < cfg.resign_threshold:
+                return RESIGN
+        return action
 
     async def warmup(self) -> None:
         """Run the compiled paths of a search, an analysis line and a

@@ -179,7 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Speak GTP version 2 on stdin/stdout (Sabaki, Lizzie, GoGui, match runners).",
     )
     p.add_argument("--config", metavar="TOML", help="settings file (see configs/gtp.toml); default: built-in defaults")
-    p.add_argument("--weights", metavar="FILE", help="network weights (.safetensors); default: the random network")
+    p.add_argument("--weights", metavar="FILE",
+                   help="network weights (.safetensors), or 'random' for the random network on every board size; "
+                        "default: the shipped network on 9x9 (weights/9x9/), the random network on other sizes")
     p.add_argument("--device", help="torch device for the network, e.g. cpu or cuda:0")
     p.add_argument("--playouts", type=int, metavar="N", help="playouts per genmove (also capped by the clock)")
     p.add_argument("--lizzie", action="store_true",
@@ -212,18 +214,43 @@ def _configure(args: argparse.Namespace) -> GtpConfig:
     return cfg
 
 
-def make_engine_backend(cfg: GtpConfig):
+RANDOM = "random"  # --weights random: the random network on every board size, no shipped one
+
+
+def given_weights(cfg: GtpConfig) -> str:
+    """The weights file the user named (--weights or [net] weights); '' for none or ``random``."""
+    return "" if cfg.net.weights == RANDOM else cfg.net.weights
+
+
+def make_engine_backend(cfg: GtpConfig, weights: str | None = None):
+    """The backend of ``weights`` (default: the user's, see ``given_weights``;
+    the random network when there is none)."""
     from sayuri_async.net.backends import make_backend
 
+    weights = given_weights(cfg) if weights is None else weights
     kw: dict = {}
-    if cfg.net.weights:
+    if weights:
         if cfg.net.dtype:
             kw["dtype"] = cfg.net.dtype
         if cfg.net.threads:
             kw["threads"] = cfg.net.threads
         kw["max_batch"] = cfg.search.leaves_per_await
     seed = None if cfg.search.seed < 0 else cfg.search.seed
-    return make_backend(cfg.net.weights or None, device=cfg.net.device, seed=seed, **kw)
+    return make_backend(weights or None, device=cfg.net.device, seed=seed, **kw)
+
+
+def shipped_backend(cfg: GtpConfig):
+    """With no weights given: the shipped 9x9 network on 9x9 and the random
+    network elsewhere, and its path; (None, None) when the file is absent
+    (an install without the repository's weights/), a ``random`` request or a
+    device model."""
+    from sayuri_async.net.device_model import device_index
+    from sayuri_async.net.shipped import BoardSizeBackend, shipped_weights
+
+    path = shipped_weights(9)
+    if path is None or cfg.net.weights == RANDOM or device_index(cfg.net.device) is not None:
+        return None, None
+    return BoardSizeBackend({9: make_engine_backend(cfg, str(path))}, make_engine_backend(cfg, "")), path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,10 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     cfg: GtpConfig | None = None
     try:
         cfg = _configure(args)
-        if cfg.net.weights:
+        if given_weights(cfg):
             input_file(cfg.net.weights, "--weights" if args.weights else "[net] weights", "weights file")
         check_device(cfg.net.device, "--device" if args.device else "[net] device", allow=(r"model(:\d+)?",))
-        backend = make_engine_backend(cfg)
+        backend, shipped = (None, None) if given_weights(cfg) else shipped_backend(cfg)
+        if backend is None:
+            backend = make_engine_backend(cfg)
     except (ConfigError, UserError) as e:  # a bad option, config, weights file or device
         print(f"sayuri-async gtp: {one_line(e)}", file=sys.stderr, flush=True)
         return 2
@@ -244,8 +273,14 @@ def main(argv: list[str] | None = None) -> int:
         weights = cfg.net.weights if cfg is not None else args.weights
         print(f"sayuri-async gtp: cannot use the network {weights!r}: {one_line(e)}", file=sys.stderr, flush=True)
         return 2
-    if cfg.net.weights:
+    if given_weights(cfg):
         log(f"network {cfg.net.weights} ({backend.name}) on {cfg.net.device}")
+    elif shipped is not None:
+        log(f"no weights given: 9x9 plays the shipped network {shipped} on {cfg.net.device}; other board sizes "
+            f"the random network (near-uniform policy, neutral value)")
+    elif cfg.net.weights == RANDOM:
+        log("weights 'random': playing with the random network on every board size (near-uniform policy, "
+            "neutral value)")
     else:
         log("no weights given: playing with the random network (near-uniform policy, neutral value)")
     try:

@@ -24,7 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "match": ("sayuri_async.match", "play networks or GTP engines against each other"),
     "tune": ("sayuri_async.selfplay.tune", "measure evals/s over a grid of batch settings"),
     "import-weights": ("sayuri_async.sayuri.cli", "convert a Sayuri weights file to ours"),
-    "import-data": ("sayuri_async.sayuri.data", "convert Sayuri training data to our chunks"),
+    "import-data": ("sayuri_async.sayuri.cli:data_main", "convert Sayuri training data to our chunks"),
     "export": ("sayuri_async.sayuri.export", "write a (trained) Sayuri network as a Sayuri weights file"),
     "import-sgf": ("sayuri_async.sgf_import", "turn SGF game records into training chunks"),
     "plot": ("sayuri_async.train.plot", "draw loss and learning-rate curves from a training log"),
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in SUBCOMMANDS:
         print(f"sayuri-async: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
-    module_name = SUBCOMMANDS[name][0]
+    module_name, _, function = SUBCOMMANDS[name][0].partition(":")  # "module" (its main) or "module:function"
     if name in COMPILING and not any(a in ("-h", "--help") for a in rest):
         from .numba_cache import compile_notice
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         raise
     try:
-        return int(module.main(rest) or 0)
+        return int(getattr(module, function or "main")(rest) or 0)
     except (Exception, KeyboardInterrupt) as e:
         status = report(name, e)
         if status is None:  # a bug: keep its traceback

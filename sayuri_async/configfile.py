@@ -11,7 +11,10 @@ fill      ``fill(cls, table, source, section)``: a ``cls`` from one table (over
           a ``base`` or the defaults), every value checked against the field's
           type; constructing it runs the dataclass's range checks. A key a
           section names in its ``RENAMED_KEYS`` (old name -> what to use) is
-          refused with that advice, never read with a new meaning.
+          refused with that advice, never read with a new meaning. A section
+          that extends another's dataclass names the inherited fields that
+          do not apply to it in ``REFUSED_KEYS`` (key -> why): refused by
+          name too, never accepted and ignored.
 sections  ``fill_sections(cls, document, source)``: a dataclass whose fields
           are all sections, from a whole file; unknown tables are errors.
 Bad       one key's problem: the key and what is wrong with it. Range checks
@@ -221,11 +224,15 @@ def fill(cls: type[T], data: dict, source: str, section: str | None = None, base
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     renamed = getattr(cls, "RENAMED_KEYS", {})
+    refused = getattr(cls, "REFUSED_KEYS", {})
+    names = [n for n in names if n not in refused]
     values = {}
     try:
         for key, value in data.items():
             if key in renamed and key not in names:
                 raise Bad(key, f"renamed: use {renamed[key]}")
+            if key in refused:
+                raise Bad(key, refused[key])
             if key not in names:
                 raise Bad(key, f"unknown key (known keys: {', '.join(sorted(names))})")
             tp = hints[key]

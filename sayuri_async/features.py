@@ -170,6 +170,15 @@ def _planes2(src, w, n, o, d1, d2, v1, v2) -> None:
 
 
 @njit(inline="always")
+def eq_planes(src, w, n, o, d1, d2, v1, v2) -> None:
+    """Two planes at flat offsets ``d1``, ``d2`` of the flat uint8 array
+    ``o``: cell (y, x) is 1 where the padded int8 array
+    ``src[(y + 1) * w + 1 + x]`` equals ``v1`` (``v2``), by vector compares
+    (the kernel of every encoder's stone planes)."""
+    _planes2(src, w, n, o, d1, d2, v1, v2)
+
+
+@njit(inline="always")
 def _fill(o, start, count, v) -> None:
     z = o[start:start + count]  # a slice, so the index is provably >= 0 and the loop vectorises
     for i in range(count):

@@ -34,19 +34,26 @@ errors      a bad config or state file: one line, exit status 2; a failure
             during the run (self-play, training, a weights file, the disk):
             one line, exit status 1.
 init        ``--init WEIGHTS`` starts a new workspace from a trained network
-            (e.g. one supervised on ``import-sgf`` chunks): it is copied to
-            weights/gen-000000 and is the best network of generation 0, so
+            (e.g. one supervised on ``import-sgf`` or ``import-data`` chunks;
+            ours, a Sayuri network's export or import, or Sayuri's own file,
+            which is imported): it is copied to weights/gen-000000 and is the best network of generation 0, so
             generation 1 self-plays with it and its training starts from its
             parameters ([model] unused). A started workspace keeps its own.
 gating      with ``gating = true`` the new network becomes the best only if it
             wins at least ``gating_win_rate`` of the evaluation games;
             otherwise it always does (the evaluation is only reported).
+curves      per generation: game length and resignation false positives of
+            its self-play, the losses, the win rate against the previous
+            best, and (``anchor_games`` > 0) against a fixed GTP anchor with
+            its Elo: logs/generations.csv and logs/curves.png
+            (``loop_stats``).
 """
 from __future__ import annotations
 
 import asyncio
 import csv
 import json
+import shlex
 import shutil
 import sys
 import time
@@ -56,6 +63,7 @@ from pathlib import Path
 from .configfile import Bad, CommandLine, ConfigError, at_least, check_tables, fill, read_toml, within
 from .fileio import atomic_path, clean_stale_temps, run_stamp
 from .killpoint import kill_point
+from .loop_stats import ANCHOR_COMMAND, CURVE_COLUMNS, anchor_figures, curve_rows, generation_game_stats, plot_curves
 from .console import console as wide_console
 from .usererror import ArgumentParser, answered, check_device, output_folder
 
@@ -73,11 +81,14 @@ class LoopConfig:
     gating: bool = False
     gating_win_rate: float = 0.55
     device: str = "cpu"
+    anchor_games: int = 0  # games against the anchor per generation (0: none)
+    anchor_command: str = ANCHOR_COMMAND  # the anchor: a GTP engine command line
+    anchor_playouts: int = 0  # our playouts a move against it (0: eval_playouts)
 
     def __post_init__(self) -> None:
         """Range checks (see ``configfile``): ``Bad`` naming the key."""
         at_least(self, 1, "games_per_generation", "steps_per_generation", "eval_playouts")
-        at_least(self, 0, "eval_games", "generations")
+        at_least(self, 0, "eval_games", "generations", "anchor_games", "anchor_playouts")
         within(self, "[0, 1]", "gating_win_rate")
 
 
@@ -139,10 +150,10 @@ class Workspace:
 
     def games_in_generation(self, gen: int) -> tuple[int, int]:
         """(games, positions) already in whole chunks of generation ``gen``."""
-        from .train.dataset import ChunkError, peek_chunk
+        from .chunkfile import ChunkError, generation_glob, peek_chunk
 
         games = positions = 0
-        for path in (self.root / "data").glob(f"chunk-{gen:06d}-*.npz"):
+        for path in (self.root / "data").glob(generation_glob(gen)):
             try:
                 count, meta = peek_chunk(path)  # sizes checked, nothing decompressed
                 games += int(meta["games"])
@@ -188,6 +199,10 @@ class Loop:
         self.config_path = config_path
         self.cfg, self.sp_cfg, self.train_cfg = load_loop_config(config_path)
         self.ws = Workspace(workspace)
+        anchor = shlex.split(self.cfg.anchor_command)
+        if self.cfg.anchor_games and (not anchor or shutil.which(anchor[0]) is None):
+            raise ConfigError(f"{config_path}: [loop] anchor_command {self.cfg.anchor_command!r}: no such program "
+                              f"(anchor_games = {self.cfg.anchor_games} needs it; 0 turns the anchor off)")
         self.use_tui = use_tui
         self._interrupted = False
 
@@ -240,7 +255,8 @@ class Loop:
         return done >= self.cfg.games_per_generation
 
     def train(self, st: LoopState) -> dict:
-        from .train.trainer import TrainError, train
+        from .train.errors import TrainError
+        from .train.trainer import train
 
         cfg = self.train_cfg
         target = st.generation * self.cfg.steps_per_generation
@@ -294,10 +310,43 @@ class Loop:
         return {"opponent": best.name, "wins": res.wins, "losses": res.losses, "draws": res.draws,
                 "win_rate": round(res.win_rate, 3), "ci": [round(lo, 3), round(hi, 3)]}
 
+    def anchor(self, st: LoopState) -> dict:
+        """``anchor_games`` games of the new network against the anchor
+        (``loop_stats``); {} when there are none."""
+        from .match import GtpPlayer, NetPlayer, run_match
+        from .net.backends import make_backend
+
+        if self.cfg.anchor_games == 0:
+            return {}
+        size = self.sp_cfg.board_sizes[0]
+        batch = 8
+        playouts = self.cfg.anchor_playouts or self.cfg.eval_playouts
+        be = make_backend(str(self.ws.weights(st.generation)), device=self.cfg.device, max_batch=batch)
+        cand = NetPlayer(f"gen{st.generation}", be, playouts, False, 0.0, batch)
+        anchor = GtpPlayer(self.cfg.anchor_command)
+        anchor.name = "anchor"
+        sgf_dir = self.ws.root / "matches" / f"anchor-{st.generation:06d}"
+        sgf_dir.mkdir(parents=True, exist_ok=True)
+        self.say(f"generation {st.generation}: {self.cfg.anchor_games} games against the anchor "
+                 f"({self.cfg.anchor_command})")
+        res = asyncio.run(run_match(cand, anchor, self.cfg.anchor_games, size, self.sp_cfg.komi, 2, sgf_dir,
+                                    random_opening=2, seed=st.generation))
+        return anchor_figures(res.wins, res.losses, res.draws)
+
+    def anchor_init(self, st: LoopState) -> None:
+        """The anchor games of an ``--init`` network (generation 0), once, so
+        the curves start from it."""
+        if (self.cfg.anchor_games == 0 or not self.ws.weights(0).is_file() or self._stopping()
+                or any(s["generation"] == 0 for s in st.summaries)):
+            return
+        st.summaries.insert(0, {"generation": 0, **self.anchor(replace(st, generation=0)), "promoted": True})
+        self.ws.save_state(st)
+
     def init_from(self, weights: str) -> None:
         """Begin a new workspace with ``weights`` as generation 0 (see the
         vocabulary); ConfigError for a started workspace or a bad file."""
-        from .net.weights import WeightsError, load_weights
+        from .net.weights import WeightsError
+        from .sayuri.weights import is_sayuri_file, load_any_weights, save_imported
 
         dest = self.ws.weights(0)
         rel = str(dest.relative_to(self.ws.root))
@@ -309,11 +358,14 @@ class Loop:
             raise ConfigError(f"{self.ws.state_path}: the workspace has started already, --init {weights} "
                               "only begins a new one")
         try:
-            load_weights(weights)
+            net, meta = load_any_weights(weights)  # ours, a Sayuri file, or our import or export of one
         except (WeightsError, OSError) as e:
             raise ConfigError(f"--init {weights}: not a weights file ({e})") from None
-        with atomic_path(dest) as tmp:
-            shutil.copyfile(weights, tmp)
+        if is_sayuri_file(weights):  # Sayuri's own file: imported, so the workspace holds our format only
+            save_imported(dest, net, meta)
+        else:
+            with atomic_path(dest) as tmp:
+                shutil.copyfile(weights, tmp)
         self.ws.save_state(LoopState(best=rel, best_generation=0))
         self.say(f"workspace {self.ws.root}: generation 1 starts from {weights} (copied to {rel})")
 
@@ -328,6 +380,7 @@ class Loop:
             self.say(f"{stop} is there (left from an earlier stop?): stopping before any work; "
                      f"delete it to run the loop: rm {stop}")
             return 0
+        self.anchor_init(st)
         while self.cfg.generations == 0 or st.generation <= self.cfg.generations:
             if self._stopping():
                 self.say("stop requested: leaving after the last finished step")
@@ -341,7 +394,9 @@ class Loop:
                     self.say("self-play stopped before the generation's games were done")
                     return 0
                 games, positions = self.ws.games_in_generation(st.generation)
-                summary.update(games=games, positions=positions)
+                stats = generation_game_stats(self.ws.root / "data", st.generation)
+                summary.update(games=games, positions=positions,
+                               **{k: v for k, v in stats.items() if k != "games"})
                 st.train_start_step = last_checkpoint_step(self.ws.root / "checkpoints", self.warn) or 0
                 st.phase = "train"
                 self.ws.save_state(st)
@@ -357,6 +412,7 @@ class Loop:
                     continue
                 ev = self.evaluate(st)
                 summary["match"] = ev
+                summary.update(self.anchor(st))
                 kill_point("loop-evaluated")  # the match is played, the promotion not recorded
                 promote = not self.cfg.gating or not ev or ev["win_rate"] >= self.cfg.gating_win_rate
                 summary["promoted"] = promote
@@ -373,25 +429,29 @@ class Loop:
     def write_summary(self, st: LoopState) -> None:
         from rich.table import Table
 
-        cols = ["generation", "games", "positions", "steps", "loss_policy", "loss_wdl", "match", "promoted"]
+        cols = ["generation", "games", "positions", "game_length", "steps", "loss_policy", "loss_wdl", "match",
+                "anchor", "resign FP", "promoted"]
         t = Table(title="generations")
         for c in cols:
             t.add_column(c, justify="right")
-        rows = []
         for s in st.summaries:
             m = s.get("match") or {}
             match = f"{m['wins']}-{m['losses']}-{m['draws']} vs {m['opponent']} ({m['win_rate']:.0%})" if m else ""
-            row = [str(s.get("generation", "")), str(s.get("games", "")), str(s.get("positions", "")),
-                   str(s.get("steps", "")), str(s.get("loss_policy", "")), str(s.get("loss_wdl", "")),
-                   match, str(s.get("promoted", ""))]
-            t.add_row(*row)
-            rows.append(dict(zip(cols, row)))
+            anchor = (f"{s['anchor_win_rate']:.0%} of {s['anchor_games']}, Elo {s['anchor_elo']}"
+                      if s.get("anchor_games") else "")
+            fp = f"{s['resign_false_positives']}/{s['resign_checked']}" if s.get("resign_checked") else ""
+            t.add_row(*[str(s.get(c, "")) for c in cols[:7]], match, anchor, fp, str(s.get("promoted", "")))
         wide_console().print(t)
-        with atomic_path(self.ws.root / "logs" / "generations.csv") as tmp:
+        csv_path = self.ws.root / "logs" / "generations.csv"
+        with atomic_path(csv_path) as tmp:
             with open(tmp, "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=cols)
+                w = csv.DictWriter(f, fieldnames=CURVE_COLUMNS)
                 w.writeheader()
-                w.writerows(rows)
+                w.writerows(curve_rows(st.summaries))
+        try:
+            plot_curves(csv_path, self.ws.root / "logs" / "curves.png")
+        except ImportError:
+            pass  # matplotlib is an optional extra: the CSV holds the curves
 
 
 @answered("loop")
@@ -429,7 +489,7 @@ def _run(loop: Loop) -> int:
     from .net.weights import WeightsError
     from .selfplay.runner import SelfplayError
     from .selfplay.writer_proc import WriterError
-    from .train.trainer import TrainError
+    from .train.errors import TrainError
 
     try:
         return loop.run()

@@ -69,6 +69,25 @@ class MatchResult:
     a_moves: int = 0  # moves A chose (openings excluded)
     a_seconds: float = 0.0  # wall time A spent choosing them
     reasons: dict[str, int] = field(default_factory=dict)  # how games ended: count per reason
+    per_game: dict[int, dict] = field(default_factory=dict)  # game index -> its figures (``add_game``'s arguments)
+
+    def add_game(self, k: int, result: str, a_moves: int, a_seconds: float, reason: str) -> None:
+        """Count game ``k``: ``result`` in A's view ("W", "L", "D"), A's moves
+        and seconds choosing them, how it ended."""
+        if len(self.results) <= k:
+            self.results.extend([""] * (k + 1 - len(self.results)))
+        self.results[k] = result
+        self.a_moves += a_moves
+        self.a_seconds += a_seconds
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+        if result == "W":
+            self.wins += 1
+        elif result == "L":
+            self.losses += 1
+        else:
+            self.draws += 1
+        self.per_game[k] = {"result": result, "a_moves": a_moves, "a_seconds": round(a_seconds, 4),
+                            "reason": reason}
 
     @property
     def games(self) -> int:
@@ -284,12 +303,16 @@ def match_openings(count: int, size: int, moves: int, seed: int) -> list[list[in
 
 async def run_match(a: Player, b: Player, games: int, size: int, komi: float, concurrency: int,
                     sgf_dir: Path | None, on_game=None, *, scoring: str = "agreed", random_opening: int = 0,
-                    seed: int = 0) -> MatchResult:
+                    seed: int = 0, done: MatchResult | None = None) -> MatchResult:
     """``games`` games of A against B, colours alternating, game pairs from
     ``match_openings(random_opening, seed)``; two passes counted by
-    ``scoring`` (``referee.SCORINGS``)."""
+    ``scoring`` (``referee.SCORINGS``). ``done``: the games of an earlier
+    run of the same match (its ``per_game``), counted and not played again."""
     res = MatchResult(a.name, b.name)
     res.results = [""] * games
+    for k, g in sorted((done.per_game if done is not None else {}).items()):
+        if k < games:
+            res.add_game(k, g["result"], g["a_moves"], g["a_seconds"], g["reason"])
     sem = asyncio.Semaphore(concurrency)
     openings = match_openings((games + 1) // 2, size, random_opening, seed)
 
@@ -304,24 +327,17 @@ async def run_match(a: Player, b: Player, games: int, size: int, komi: float, co
                 await pa.close()
                 await pb.close()
             a_color = 1 if a_black else 2
-            res.a_moves += sum(1 for c, _ in rec.moves[len(openings[k // 2]):] if c == a_color)
-            res.a_seconds += rec.time_used[a_color]
-            res.reasons[rec.reason] = res.reasons.get(rec.reason, 0) + 1
             s = (1.0 if a_black else -1.0) * rec.score
-            res.results[k] = "W" if s > 0 else "L" if s < 0 else "D"
-            if s > 0:
-                res.wins += 1
-            elif s < 0:
-                res.losses += 1
-            else:
-                res.draws += 1
+            res.add_game(k, "W" if s > 0 else "L" if s < 0 else "D",
+                         sum(1 for c, _ in rec.moves[len(openings[k // 2]):] if c == a_color),
+                         rec.time_used[a_color], rec.reason)
             if sgf_dir is not None:
                 info = SgfInfo(black=black.name, white=white.name, result=rec.result)
                 save_sgf_file(sgf_dir / f"{a.name}-vs-{b.name}-{k:04d}.sgf", rec.game, info, result=rec.result)
             if on_game is not None:
                 on_game(k, res)
 
-    await asyncio.gather(*[one(k) for k in range(games)])
+    await asyncio.gather(*[one(k) for k in range(games) if k not in res.per_game])
     return res
 
 

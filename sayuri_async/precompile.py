@@ -6,7 +6,8 @@ warm run    one short run of each path that calls compiled code: self-play
             with PUCT on the simple-v1 planes and the NN cache, self-play
             with Gumbel on the sayuri-v3 planes (ladders, Benson), both on
             9x9 with the random network, and one GTP conversation (genmove,
-            analysis, scoring). numba's ``cache=True`` writes the machine
+            analysis, scoring), and the pruning of a tree under its memory
+            budget (which a short GTP session never fills). numba's ``cache=True`` writes the machine
             code beside the sources, and every later start loads it.
 notice      ``numba_cache.compile_notice``: a command that would still compile
             (a module with no cached code, after an edit of its sources) says
@@ -44,6 +45,18 @@ def warm_selfplay(out: Path) -> None:
         run_inprocess(cfg, PlainReporter(every=3600.0, stream=io.StringIO()))
 
 
+def warm_pools() -> None:
+    """The tree pools' pruning path (``search/pools.py``): a search whose
+    budget is full asks for more room than it has."""
+    from .go.game import Game
+    from .search.mcts import Search, SearchConfig
+    from .search.pools import make_room
+
+    s = Search(SearchConfig(tree_memory_mb=1), "simple-v1")
+    s.sync(Game(9, 7.0))
+    make_room(s.ws, s.nodes, s.edges, 4 * s.edges.shape[0], 1, s.budget_bytes)
+
+
 def warm_gtp() -> None:
     """One GTP conversation in a child process (the GTP engine's own paths)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -57,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     with tempfile.TemporaryDirectory(prefix="sayuri-precompile-") as tmp:
         warm_selfplay(Path(tmp))
+    warm_pools()
     warm_gtp()
     from .numba_cache import uncompiled_modules
 

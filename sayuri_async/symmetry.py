@@ -13,6 +13,9 @@ planes     anything shaped ``[..., N, N]`` (feature planes ``[C, N, N]``,
 policy     anything shaped ``[..., N*N + 1]``: board actions then pass; the
            pass entry never moves.
 inverse    ``apply_planes(apply_planes(x, k), inverse(k)) == x``.
+action map ``action_map(k, n)[a]``: where action ``a`` goes under ``k``;
+           ``permute_planes`` applies one in place inside compiled code (the
+           search shows leaves to the network in a random symmetry).
 
 Every function takes numpy arrays or torch tensors (same operations, so the
 trainer can augment on the device) and returns a new array or a view; for
@@ -23,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 NUM_SYMMETRIES = 8
 
@@ -132,3 +136,24 @@ def apply_policy_batch(p: Any, ks: Any, n: int) -> Any:
 
         return torch.cat([board, p[:, n * n :]], dim=1)
     return np.concatenate([board, p[:, n * n :]], axis=1)
+
+
+@njit(cache=True)
+def permute_planes(planes, smap, buf) -> None:
+    """In place: cell ``a`` (``y * N + x``) of every plane of ``planes``
+    (``[C, N, N]``) moves to cell ``smap[a]`` (an ``action_map``); ``buf``
+    is scratch of at least ``C * N * N`` bytes."""
+    c_count, n = planes.shape[0], planes.shape[1]
+    nn = n * n
+    for c in range(c_count):
+        pc = planes[c]
+        base = c * nn
+        for y in range(n):
+            for x in range(n):
+                buf[base + y * n + x] = pc[y, x]
+    for c in range(c_count):
+        pc = planes[c]
+        base = c * nn
+        for a in range(nn):
+            t = smap[a]
+            pc[t // n, t % n] = buf[base + a]

@@ -5,8 +5,8 @@ Vocabulary
 ----------
 file check  ``check_file(path)``: None when the file validates, else one line
             saying why. By kind:
-              ``.npz``          a chunk, through the trainer's reader
-                                (``train.dataset.read_chunk``): the schema of
+              ``.npz``          a chunk, through the format's reader
+                                (``chunkfile.read_chunk``): the schema of
                                 ``docs/data-format.md`` (format, version,
                                 arrays, dtypes, shapes, sizes, finite targets)
               ``.sgf``          loads and replays (``go.sgf.load_sgf_file``)
@@ -55,7 +55,7 @@ def check_file(path: str | os.PathLike) -> str | None:
     from .go.sgf import load_sgf_file
     from .net.weights import load_weights
     from .train.checkpoint import UNREADABLE_SUFFIX, CheckpointError, load_checkpoint
-    from .train.dataset import ChunkError, read_chunk
+    from .chunkfile import ChunkError, read_chunk
 
     p = Path(path)
     if p.name.startswith(".") and p.name.endswith(".tmp"):

@@ -12,6 +12,10 @@ from sayuri_async.net.backends import NetOutput
 
 
 class InstantEvaluator:
+    """A ``search.evaluator.Evaluator`` without an NN cache."""
+
+    nn_cache = None
+
     def __init__(self, n: int, planes: int = 25, value_fn=None, policy_fn=None) -> None:
         self.n = n
         self.buf = np.zeros((16, planes, n, n), dtype=np.uint8)

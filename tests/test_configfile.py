@@ -165,6 +165,8 @@ RANGE_CASES = [
     (load_gtp, "search", "cache_size = -1", "cache_size"),
     (load_gtp, "search", "leaves_per_await = 0", "leaves_per_await"),
     (load_gtp, "search", "leaves_per_await = 17", "leaves_per_await"),
+    (load_selfplay_config, "search", "leaves_per_await = 17", "leaves_per_await"),
+    (load_selfplay_config, "search", "leaves_per_await = 0", "leaves_per_await"),
     (load_gtp, "search", "resign_min_visits = -1", "resign_min_visits"),
     (load_gtp, "search", "resign_threshold = 0.5", "resign_threshold"),
     (load_gtp, "search", "timeout_ms = -1", "timeout_ms"),
@@ -207,6 +209,28 @@ def test_a_renamed_key_is_refused_by_name_with_the_new_one(tmp_path, load, table
     key = old.split()[0]
     message = str(e.value)
     assert message.startswith(f"{p}: [{table}] {key}: renamed: use {new}") and "\n" not in message
+
+
+@pytest.mark.parametrize("key, why", [
+    ("dirichlet_epsilon = 0.1", "a self-play setting"),
+    ("gumbel_considered_moves = 8", "a self-play setting"),
+    ("edge_capacity = 100000", "GTP sizes its tree by tree_memory_mb"),
+    ("node_records = 1000", "GTP sizes its tree by tree_memory_mb"),
+])
+def test_gtp_refuses_self_play_search_keys_by_name(tmp_path, key, why):
+    """GTP's [search] is self-play's SearchConfig plus GTP's own keys; the
+    keys that would do nothing in GTP are refused, not silently ignored."""
+    p = write(tmp_path, f"[search]\n{key}\n")
+    with pytest.raises(ConfigError) as e:
+        load_gtp(str(p))
+    assert str(e.value).startswith(f"{p}: [search] {key.split()[0]}: {why}"), str(e.value)
+
+
+def test_gtp_search_takes_the_search_keys_it_shares_with_self_play(tmp_path):
+    p = write(tmp_path, "[search]\nrandom_symmetry = true\nmax_moves_factor = 3.0\nc_init = 2.0\n")
+    s = load_gtp(str(p)).search
+    assert (s.random_symmetry, s.max_moves_factor, s.c_init, s.playouts) == (True, 3.0, 2.0, 400)
+    assert s.params()[0] == 2.0  # the search reads it from the same dataclass
 
 
 def test_the_same_range_mistake_reads_the_same_everywhere(tmp_path):

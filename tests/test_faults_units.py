@@ -43,10 +43,10 @@ def test_a_kill_request_names_a_point_a_pattern_and_which_time():
 
 
 def test_the_file_check_passes_whole_files_and_names_what_is_wrong_with_others(tmp_path):
-    from sayuri_async.selfplay.writer import write_chunk
+    from sayuri_async.selfplay.writer import write_records
 
     good = tmp_path / "chunk-good.npz"
-    write_chunk(good, _records(1), "simple-v1", 25, "test")
+    write_records(good, _records(1), "simple-v1", 25, "test")
     assert check_file(good) is None
     cut = tmp_path / "chunk-cut.npz"
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])

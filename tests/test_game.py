@@ -388,3 +388,17 @@ def test_the_start_record_keeps_the_handicap_stones(undo_stack):
     w = 11
     np.testing.assert_array_equal(start["color"][: w * w].reshape(w, w)[1:-1, 1:-1], stones)
     assert int(start["move_num"]) == 0
+
+
+def test_with_to_move_hands_the_turn_on_a_copy_and_forgets_the_ko() -> None:
+    """GTP's ``genmove`` for the colour not on turn searches such a copy:
+    the other colour moves, the ko ban (which binds the side that was to
+    move) is gone, and the game itself is untouched."""
+    g = Game(5, 7.5)
+    for v in ("B2", "C2", "A3", "D3", "B4", "C4", "C3", "B3"):  # white B3 captures C3: a ko
+        g.play_vertex(v)
+    assert int(g.rec["ko"]) != B.NO_KO and g.to_move == B.BLACK
+    assert g.with_to_move(B.BLACK) is g
+    w = g.with_to_move(B.WHITE)
+    assert w is not g and w.to_move == B.WHITE and int(w.rec["ko"]) == B.NO_KO
+    assert g.to_move == B.BLACK and int(g.rec["ko"]) != B.NO_KO and w.hash == g.hash

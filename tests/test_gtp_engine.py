@@ -68,7 +68,7 @@ def test_tree_is_dropped_when_history_changes_at_the_same_length():
         # the search starts from nothing: a stale tree would still hold the
         # visits of the old position's children
         assert engine.search.root_visits() == 0
-        await engine._expand_root()
+        await engine.search.expand_root(engine.batcher)
         await engine.think(max_playouts=50, deadline=None)
         visits, _, prior = engine.search.stats(9)
         assert visits[other] == 0 and prior[other] == 0  # the occupied point is no candidate

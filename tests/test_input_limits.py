@@ -1,6 +1,6 @@
 """What outside input can make us allocate is bounded, and going over a limit
 is a clear error: GTP replies of other engines (``gtpclient``), chunk headers
-and compressed sizes (``train.dataset.check_chunk_sizes``), SGF records
+and compressed sizes (``chunkfile.check_chunk_sizes``), SGF records
 (``go.sgf``)."""
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 
 from sayuri_async.go import sgf
 from sayuri_async.gtpclient import MAX_LINE_BYTES, GtpFailure, GtpProcess
-from sayuri_async.train.dataset import ChunkError, list_chunks, peek_chunk, read_chunk
+from sayuri_async.chunkfile import ChunkError, peek_chunk, read_chunk
+from sayuri_async.train.dataset import list_chunks
 from test_train_chunks import make_chunk
 
 ENGINE = """

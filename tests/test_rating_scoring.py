@@ -1,6 +1,7 @@
 """Honest counting of rating games (docs/rating.md): dead stones left on the
 board at two passes, against GNU Go and with scripted players; the varied
-openings of a match; the Elo interval.
+openings of a match; the Elo interval; the ladder script (resumed) and the
+cross-check of results with GNU Go's ``final_score``.
 
 The position: black walls column D, white column E, and a lone black stone
 sits dead at H5 in white's area. Counted as it stands (Tromp-Taylor) the
@@ -152,6 +153,15 @@ def test_ladder_script_writes_markdown_and_json(tmp_path):
     assert len(row["wilson95"]) == 2 and row["seconds_per_move"] > 0
     md = out.with_suffix(".md").read_text()
     assert "| 1 | 2 |" in md and "Wilson" in md
+    # the same command with more games resumes: the two games are counted, not played again
+    assert rate_gnugo.main(["--weights", "random", "--levels", "1", "--games", "3", "--board", "7",
+                            "--playouts", "4", "--out", str(out), "--gnugo", GNUGO]) == 0
+    again = json.loads(out.with_suffix(".json").read_text())["levels"][0]
+    assert again["games"] == 3 and again["complete"]
+    assert {k: again["per_game"][k] for k in ("0", "1")} == row["per_game"]
+    # other settings over the table: refused
+    assert rate_gnugo.main(["--weights", "random", "--levels", "1", "--games", "3", "--board", "7",
+                            "--playouts", "5", "--out", str(out), "--gnugo", GNUGO]) == 2
     assert rate_gnugo.main(["--weights", str(tmp_path / "nope"), "--out", str(out)]) == 2
 
 
@@ -160,3 +170,23 @@ def test_a_forked_gtp_player_keeps_its_name():
     g.name = "gnugo-l5"
     f = g.fork()
     assert f.name == "gnugo-l5" and f.command == g.command and f.proc is None
+
+
+@needs_gnugo
+def test_crosscheck_compares_recorded_results_with_gnugo_final_score(tmp_path, capsys):
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import crosscheck_gnugo
+
+    # black walls column E, white column F: black 45 points, white 36 + 7.5 komi: B+1.5
+    moves = "".join(f";B[e{c}];W[f{c}]" for c in "abcdefghi")
+    for name, result in (("right.sgf", "B+1.5"), ("wrong.sgf", "W+3.5")):
+        (tmp_path / name).write_text(f"(;FF[4]GM[1]SZ[9]KM[7.5]RU[Chinese]RE[{result}]{moves})")
+    assert crosscheck_gnugo.main([str(tmp_path), "--gnugo", GNUGO]) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert out["games"] == 2 and out["same_winner"] == 1 and out["same_result"] == 1
+    assert len(out["differ"]) == 1 and "wrong.sgf" in out["differ"][0]
+    assert crosscheck_gnugo.main([str(tmp_path / "none"), "--gnugo", GNUGO]) == 2

@@ -1,8 +1,8 @@
 """The README's commands work as printed, in order, on a fresh copy.
 
 Every ```sh block of README.md is run, in order, in one bash session in an
-empty folder holding only ``configs/`` and ``.venv`` (as a fresh clone after
-``make demo``'s set-up), with short forms: the same commands with tiny sizes
+empty folder holding only ``configs/``, ``weights/`` (the shipped networks)
+and ``.venv`` (as a fresh clone after ``make demo``'s set-up), with short forms: the same commands with tiny sizes
 (``SHORT``), and the configs they name made tiny (``TINY_CONFIGS``), so the
 whole README runs in about a minute. ``make demo`` runs the Makefile's demo
 recipe; ``make test`` is this suite and is left out. Blocks of ``$ command``
@@ -26,6 +26,7 @@ README = ROOT / "README.md"
 SHORT = [
     (r"--steps \d+", "--steps 2"),
     (r"--games \d+", "--games 2"),
+    (r"--num-games \d+", "--num-games 4"),
     (r"--playouts \d+", "--playouts 4"),
     (r"--concurrency \d+", "--concurrency 2"),
     (r"--generations \d+", "--generations 1"),
@@ -87,6 +88,7 @@ def tiny_configs(dst: Path) -> None:
 def fresh_folder(tmp: Path) -> dict:
     """``tmp`` as a fresh clone after set-up: configs/ and .venv; the env of a new shell."""
     tiny_configs(tmp / "configs")
+    (tmp / "weights").symlink_to(ROOT / "weights")  # a clone has the shipped networks
     venv = Path(sys.prefix)
     if (venv / "bin" / "activate").exists():
         (tmp / ".venv").symlink_to(venv)

@@ -10,7 +10,7 @@ import pytest
 
 from sayuri_async.sayuri.data import SayuriDataError, convert, iter_records, read_sayuri_chunk
 from sayuri_async.sayuri.encoder import P_KOMI, P_NEG_KOMI, P_ONES, P_RULE
-from sayuri_async.train.dataset import read_chunk
+from sayuri_async.chunkfile import read_chunk
 
 
 def hex_plane(bits: np.ndarray) -> str:
@@ -106,9 +106,9 @@ def test_convert_writes_chunks_the_trainer_reads(tmp_path, capsys):
     for path in written:
         arrays = read_chunk(path, encoder="sayuri-v3", planes=43)
         assert arrays["meta"]["board_size"] in (7, 9)
-    from sayuri_async.sayuri import data
+    from sayuri_async.sayuri.cli import data_main
 
-    assert data.main([str(src), "-o", str(tmp_path / "d2")]) == 0
+    assert data_main([str(src), "-o", str(tmp_path / "d2")]) == 0
     assert "2 chunk(s)" in capsys.readouterr().out
 
 
@@ -145,7 +145,7 @@ def test_import_goes_through_the_atomic_writer_and_keeps_earlier_imports(tmp_pat
         used.append((os.path.basename(path), replace))
         return real(path, replace=replace)
 
-    monkeypatch.setattr("sayuri_async.sayuri.data.atomic_path", spy)
+    monkeypatch.setattr("sayuri_async.chunkfile.atomic_path", spy)
     old = os.umask(0o022)
     try:
         first = convert([str(src)], tmp_path / "data").written

@@ -17,7 +17,7 @@ from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game
 from sayuri_async.sayuri.encoder import (ENCODER, P_AREA, P_KO, P_KOMI, P_LADDER, P_LIBS, P_NEG_KOMI, P_ONES,
                                         PLANES)
-from sayuri_async.sayuri.model import decode_inputs, wave
+from sayuri_async.sayuri.inputs import decode_inputs, wave
 
 DEATH, ESCAPABLE, ATARI, TAKE = (P_LADDER + i for i in range(4))
 

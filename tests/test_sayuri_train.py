@@ -15,7 +15,8 @@ from sayuri_async.sayuri import export as sayuri_export
 from sayuri_async.sayuri.model import POLICY_OUTPUTS, VALUE_MISC, BlockSpec, Norm, SayuriConfig, SayuriNet
 from sayuri_async.sayuri.weights import import_sayuri, layers_for, load_any_weights, save_imported, write_sayuri
 from sayuri_async.train.config import LossConfig, from_dict
-from sayuri_async.train.dataset import StreamSpec, make_batch, read_chunk, training_arrays
+from sayuri_async.chunkfile import read_chunk
+from sayuri_async.train.dataset import StreamSpec, make_batch, training_arrays
 from sayuri_async.train.losses import SAYURI_LOSS_NAMES, compute_losses
 from sayuri_async.train.trainer import Trainer
 from test_sayuri_weights import np_forward, np_inputs, random_planes
@@ -188,7 +189,7 @@ def test_fixed_norms_and_a_bad_init_file(tmp_path):
     assert trainer.net.config.norm == "fixed" and not trainer.calibrate_pending
     bad = tmp_path / "bad.txt"
     bad.write_text("get main\nget info\nVersion 2\nend info\nget parameters\nend parameters\nend main\n")
-    from sayuri_async.train.trainer import TrainError
+    from sayuri_async.train.errors import TrainError
 
     with pytest.raises(TrainError, match="bad.txt: weights version 2"):
         Trainer(train_config(tmp_path / "b", data), steps=2, init=str(bad), say=lambda _: None)

@@ -11,7 +11,7 @@ from sayuri_async.infer.batcher import Batcher
 from sayuri_async.infer.cache import NNCache, capacity_for
 from sayuri_async.net.backends import RandomBackend
 from sayuri_async.search.mcts import Search, SearchConfig
-from sayuri_async.search.puct import cache_key
+from sayuri_async.infer.cache import cache_key
 from sayuri_async.selfplay.config import SelfplayConfig
 
 from helpers_search import InstantEvaluator

@@ -14,7 +14,7 @@ from sayuri_async.lifetime import child_pids, pid_running
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.report import PlainReporter
 from sayuri_async.selfplay.runner import run_inprocess
-from sayuri_async.selfplay.writer import ChunkError, read_chunk
+from sayuri_async.chunkfile import ChunkError, read_chunk
 from sayuri_async.search.mcts import SearchConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,8 @@ def small_cfg(out: Path, **kw) -> SelfplayConfig:
 
 
 def check_chunk(path: Path) -> tuple[dict, dict]:
-    meta, a = read_chunk(path)
+    a = read_chunk(path)
+    meta = a.pop("meta")
     n = meta["board_size"]
     m = a["action"].shape[0]
     assert m > 0
@@ -251,7 +252,8 @@ def test_the_writer_process_writes_what_the_writer_on_the_loop_writes(tmp_path):
     names = sorted(p.name for p in (tmp_path / "here" / "data").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "there" / "data").iterdir())
     for name in names:
-        (m1, a1), (m2, a2) = read_chunk(tmp_path / "here" / "data" / name), read_chunk(tmp_path / "there" / "data" / name)
+        a1, a2 = read_chunk(tmp_path / "here" / "data" / name), read_chunk(tmp_path / "there" / "data" / name)
+        m1, m2 = a1.pop("meta"), a2.pop("meta")
         assert m1 == m2 and a1.keys() == a2.keys()
         for k in a1:
             np.testing.assert_array_equal(a1[k], a2[k])

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
+from sayuri_async.chunkfile import read_chunk
 from sayuri_async.go import board as B
 from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.sgf_import import SgfResult, import_sgf, main, parse_result
-from sayuri_async.train.dataset import read_chunk
 from sayuri_async.train.losses import ownership_bce
 
 # 7x7: black walls column C, white column D; both pass. Black area 21, white 28.
@@ -109,9 +109,6 @@ def test_older_chunks_without_the_mask_still_read(tmp_path):
     old = tmp_path / "old.npz"
     np.savez_compressed(old, **arrays)
     assert read_chunk(old)["ownership_mask"].all()
-    from sayuri_async.selfplay.writer import read_chunk as writer_read
-
-    assert writer_read(old)[1]["ownership_mask"].all()
 
 
 def test_ownership_loss_leaves_masked_rows_out():

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, list_chunks, pass_pieces,
-                                        peek_positions, read_chunk, select_window, window_size)
+from sayuri_async.chunkfile import ChunkError, peek_positions, read_chunk
+from sayuri_async.train.dataset import ChunkStream, StreamSpec, list_chunks, pass_pieces, select_window, window_size
 
 PLANES = 25  # simple-v1
 

@@ -18,6 +18,16 @@ def test_shipped_configs_load(name):
     assert cfg.optim.batch_size % 8 == 0  # splits over 1, 2, 4 or 8 GPUs
 
 
+def test_shipped_sayuri_config_describes_a_sayuri_network_and_the_go_schedule():
+    cfg = load_config(ROOT / "configs" / "sayuri-train-19x19.toml")
+    assert (cfg.model["architecture"], cfg.model["encoder"], cfg.model["input_planes"]) == ("sayuri", "sayuri-v3", 43)
+    assert len(cfg.model["blocks"]) == 10 and cfg.model["channels"] == 128
+    sc = cfg.schedule
+    assert (sc.reference_batch, sc.boundaries, sc.rates, sc.total, sc.lr_scaling) == (
+        128, [512_000, 1_024_000, 1_536_000, 2_048_000], [0.005, 0.0025, 0.001, 0.0005, 0.0003], 2_560_000,
+        "inverse")
+
+
 def test_defaults_equal_the_documented_9x9_file():
     """Every key in configs/train-9x9.toml states its default: the file must equal an empty config."""
     from sayuri_async.net.model import NetConfig
@@ -51,6 +61,13 @@ def _write(tmp_path, text: str) -> Path:
     ("[trainer]\nx = 1\n", r"t\.toml: unknown section \[trainer\]"),
     ("[data]\nboard_size = 21\n", r"\[data\] board_size: 21 is outside"),
     ("[optim\n", r"t\.toml: not valid TOML"),
+    ("[model]\narchitecture = 'sayuri'\nblocks = 0\n", r"\[model\] blocks: must be between 1 and 64"),
+    ("[model]\narchitecture = 'sayuri'\nversion = 2\n", r"\[model\] version: must be 3, 4 or 5"),
+    ("[model]\narchitecture = 'sayuri'\nencoder = 'simple-v1'\n", r"\[model\] encoder: unknown key"),
+    ("[model]\narchitecture = 'sayuri'\nactivation = 'tanh'\n", r"\[model\] activation: must be one of"),
+    ("[model]\narchitecture = 'sayuri'\ninner = 8\n", r"\[model\] inner: applies to bottleneck blocks only"),
+    ("[model]\narchitecture = 'sayuri'\nse = -1\n", r"\[model\] se: must be 0"),
+    ("[schedule]\nlr_scaling = 'double'\n", r"\[schedule\] lr_scaling: must be one of 'linear', 'sqrt', 'inverse'"),
 ])
 def test_bad_files_name_the_file_and_key(tmp_path, text, pattern):
     with pytest.raises(ConfigError, match=pattern):

@@ -202,7 +202,7 @@ checkpoint_every = 2
 
 
 def test_a_window_of_only_bad_chunks_stops_with_a_clear_error(tmp_path):
-    from sayuri_async.train.trainer import TrainError
+    from sayuri_async.train.errors import TrainError
 
     data = chunks(tmp_path / "data", count=2)
     for p in data.iterdir():

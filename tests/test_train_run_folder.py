@@ -13,7 +13,8 @@ from sayuri_async import fileio
 from sayuri_async.net.weights import load_weights
 from sayuri_async.train import checkpoint as ckpt
 from sayuri_async.train.cli import main as train_main
-from sayuri_async.train.trainer import RunFolderInUse, train
+from sayuri_async.train.errors import RunFolderInUse
+from sayuri_async.train.trainer import train
 from test_train_loop import chunks, quiet, read_log, tiny_config
 
 

@@ -74,6 +74,15 @@ def test_sqrt_and_no_scaling():
     assert resolve(go_schedule(lr_scaling="none"), 512).lr_at_step(0) == pytest.approx(0.005)
 
 
+def test_inverse_scaling_halves_the_rate_when_the_batch_doubles():
+    at_128 = resolve(go_schedule(lr_scaling="inverse"), 128)
+    at_256 = resolve(go_schedule(lr_scaling="inverse"), 256)
+    assert [at_128.lr_at_step(s) for s in (0, K, 4 * K)] == pytest.approx([0.005, 0.0025, 0.0003])
+    assert at_256.rates == pytest.approx(tuple(r / 2 for r in at_128.rates))
+    assert at_256.boundary_steps() == [b // 2 for b in at_128.boundary_steps()]  # steps halve too
+    assert resolve(go_schedule(lr_scaling="inverse"), 64).lr_at_step(0) == pytest.approx(0.01)
+
+
 def test_warmup_rises_linearly_to_the_first_rate():
     # 1000 steps of warm-up at batch 128 = 128,000 samples; at batch 256 that is 500 steps
     s = resolve(go_schedule(warmup=1000), 256)

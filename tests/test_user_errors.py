@@ -200,7 +200,7 @@ def test_kinds_and_statuses():
     from sayuri_async.go.sgf import SgfError
     from sayuri_async.net.weights import WeightsError
     from sayuri_async.selfplay.runner import SelfplayError
-    from sayuri_async.train.trainer import NoTrainingData, RunFolderInUse, TrainError
+    from sayuri_async.train.errors import NoTrainingData, RunFolderInUse, TrainError
 
     for e in (ConfigError("x"), SgfError("x"), WeightsError("x"), RunFolderInUse("x"), NoTrainingData("x"),
               UserError("x")):
@@ -218,8 +218,10 @@ def test_a_version_and_no_advertised_command_that_is_missing(capsys):
 
     assert cli.main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("sayuri-async 0.")
-    for name, (module, _) in cli.SUBCOMMANDS.items():
+    for name, (target, _) in cli.SUBCOMMANDS.items():
+        module, _, function = target.partition(":")
         assert importlib.util.find_spec(module) is not None, name
+        assert callable(getattr(importlib.import_module(module), function or "main", None)), name
     assert "bench" not in cli.SUBCOMMANDS
 
 

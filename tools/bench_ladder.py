@@ -12,9 +12,17 @@ ladder_map  one call of ``ladder.ladder_map`` on a position, timed inside
             about 5 us of its own).
 encode      one call of the whole ``sayuri-v3`` encoder, ladders included,
             on the same positions.
+child       a position 1-4 random moves on from one of them, as the leaves of
+            a search are: ``encode_child_us`` encodes it from scratch,
+            ``reuse_child_us`` as the search does (``encode_sayuri_v3_reuse``:
+            ladder read-outs from its position's cache, made once per
+            position by ``ladder_map_keep`` before the timing, as a search
+            makes it once for its root, and from the memo of the earlier
+            children of the same pass).
 
 Prints a table and, as its last line, a JSON object with the figures
-(``ladder_map_us``, ``encode_us``, ``positions``, ``marked_points``).
+(``ladder_map_us``, ``encode_us``, ``encode_child_us``, ``reuse_child_us``,
+``positions``, ``marked_points``).
 Usage: ``python tools/bench_ladder.py [--positions K] [--seed S] [--reps R]``.
 """
 from __future__ import annotations
@@ -27,8 +35,8 @@ import numpy as np
 from numba import njit
 
 from sayuri_async.go import board as B
-from sayuri_async.sayuri.encoder import PLANES, encode_sayuri_v3
-from sayuri_async.sayuri.ladder import ladder_map
+from sayuri_async.sayuri.encoder import PLANES, encode_sayuri_v3, encode_sayuri_v3_reuse
+from sayuri_async.sayuri.ladder import LADDER_CACHE_DTYPE, ladder_map, ladder_map_keep
 
 
 def random_positions(n: int, count: int, seed: int, keep_all: bool = False) -> np.ndarray:
@@ -71,6 +79,45 @@ def encode_loop(recs, out, reps: int) -> int:
     return s
 
 
+def children(recs: np.ndarray, per: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``per`` positions 1-4 random moves on from each record, and the
+    index of the record each comes from."""
+    rng = np.random.default_rng(seed)
+    out = np.zeros(len(recs) * per, dtype=B.BOARD_DTYPE)
+    src = np.repeat(np.arange(len(recs)), per)
+    mask = np.zeros(recs[0]["n"] ** 2 + 1, np.uint8)
+    for i, j in enumerate(src):
+        arr = recs[j:j + 1].copy()
+        for _ in range(int(rng.integers(1, 5))):
+            B.legal_actions(arr[0], mask)
+            B.play(arr[0], B.action_to_point(int(arr[0]["n"]), int(rng.choice(np.flatnonzero(mask)))))
+        out[i] = arr[0]
+    return out, src
+
+
+@njit
+def reuse_loop(recs, kids, src, out, caches, reps: int, reuse: bool) -> int:
+    """Encode every child, with its position's cache (kept once per
+    position, first pass) or from scratch."""
+    n = recs[0].n
+    lad = np.empty(n * n, np.int8)
+    idle = np.empty(n * n, np.uint8)
+    s = 0
+    for r in range(reps):
+        for j in range(caches.shape[0]):
+            caches[j].memo_n = 0  # each pass starts without the memo of the one before
+        for i in range(kids.shape[0]):
+            j = src[i]
+            if reuse:
+                if caches[j].ready == 0:
+                    ladder_map_keep(recs[j], lad, caches[j])
+                s += encode_sayuri_v3_reuse(kids[i], out, caches[j], idle)
+            else:
+                encode_sayuri_v3(kids[i], out)
+            s += out[0, 0, 0]
+    return s
+
+
 def best_us(fn, calls: int, tries: int = 5) -> float:
     best = float("inf")
     for _ in range(tries):
@@ -98,15 +145,27 @@ def main() -> None:
     ladder_loop(recs, 1)
     encode_loop(recs, out, 1)
     calls = len(recs) * args.reps
+    kids, src = children(recs, 4, args.seed + 1)
+    caches = np.zeros(len(recs), LADDER_CACHE_DTYPE)
+    reuse_loop(recs, kids[:1], src[:1], out, np.zeros(1, LADDER_CACHE_DTYPE), 1, True)
+    reuse_loop(recs, kids[:1], src[:1], out, caches, 1, False)
+    reuse_loop(recs, kids, src, out, caches, 1, True)  # the caches and memos, once (as a search's root)
+    kid_calls = len(kids) * args.reps
     result = {
         "positions": len(recs),
         "marked_points": marked,
         "ladder_map_us": round(best_us(lambda: ladder_loop(recs, args.reps), calls), 2),
         "encode_us": round(best_us(lambda: encode_loop(recs, out, args.reps), calls), 2),
+        "encode_child_us": round(best_us(lambda: reuse_loop(recs, kids, src, out, caches, args.reps, False),
+                                         kid_calls), 2),
+        "reuse_child_us": round(best_us(lambda: reuse_loop(recs, kids, src, out, caches, args.reps, True),
+                                        kid_calls), 2),
     }
     print(f"{len(recs)} 19x19 random positions with ladders ({marked} marked points)")
     print(f"ladder_map        {result['ladder_map_us']:8.2f} us/position")
     print(f"sayuri-v3 encode  {result['encode_us']:8.2f} us/position")
+    print(f"children (1-4 moves on): encode {result['encode_child_us']:.2f} us, "
+          f"with the position's cache {result['reuse_child_us']:.2f} us")
     print(json.dumps(result))
 
 

@@ -34,11 +34,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from sayuri_async.chunkfile import chunk_name, make_meta, write_chunk  # noqa: E402
 from sayuri_async.features import get_encoder  # noqa: E402
 from sayuri_async.net.model import Net, NetConfig, init_weights  # noqa: E402
 from sayuri_async.train.config import from_dict  # noqa: E402
 from sayuri_async.train.losses import compute_losses  # noqa: E402
-from sayuri_async.train.trainer import Trainer, build_optimizer  # noqa: E402
+from sayuri_async.train.step import build_optimizer  # noqa: E402
+from sayuri_async.train.trainer import Trainer  # noqa: E402
 
 
 def write_chunks(folder: Path, n: int, planes: int, count: int, positions: int, seed: int = 0) -> None:
@@ -55,15 +57,14 @@ def write_chunks(folder: Path, n: int, planes: int, count: int, positions: int, 
         nxt[-1] = -1
         wdl = np.zeros((m, 3), np.float32)
         wdl[np.arange(m), rng.integers(0, 3, size=m)] = 1
-        meta = {"format": "sayuri-async-chunk", "version": 1, "encoder": "simple-v1", "planes": planes,
-                "board_size": n, "games": 1, "generator": "random"}
-        np.savez_compressed(
-            folder / f"chunk-{c}-0-0.npz", meta=np.array(json.dumps(meta)), planes=np.packbits(bits, axis=-1),
+        meta = make_meta("simple-v1", planes, n, 1, "random")
+        write_chunk(folder / chunk_name(c, "0", 0), meta, dict(
+            planes=np.packbits(bits, axis=-1),
             policy=policy.astype(np.float16), next_action=nxt, action=rng.integers(0, area + 1, m).astype(np.int16),
             wdl=wdl, score=rng.normal(0, 10, m).astype(np.float32),
             ownership=rng.integers(-1, 2, (m, area)).astype(np.int8), to_move=np.ones(m, np.int8),
             komi=np.full(m, 7.5, np.float32), full_search=rng.random(m) < 0.75, after_resign=np.zeros(m, bool),
-            game=np.zeros(m, np.int32), root_value=rng.random(m).astype(np.float32))
+            game=np.zeros(m, np.int32), root_value=rng.random(m).astype(np.float32)))
 
 
 def bench_pipeline(args: argparse.Namespace, data: Path, out: Path) -> tuple[float, float, str, bool]:

@@ -51,7 +51,7 @@ def measure(base: SelfplayConfig, point: Point, inflight: int, spec: MeasureSpec
 
 def summary_of(r: Result) -> dict:
     return {"evals_s": r.mean(), "stdev": r.stdev, "lo": r.lo, "hi": r.hi, "avg_batch": r.mean("avg_batch"),
-            "efficiency": r.mean("efficiency") if r._vals("efficiency") else None, "busy": r.mean("gpu_busy"),
+            "efficiency": r.mean("efficiency") if r.values("efficiency") else None, "busy": r.mean("gpu_busy"),
             "loop_busy_max": r.mean("loop_busy_max"), "verdict": r.verdict, "advice": r.advice,
             "error": r.error}
 

@@ -13,7 +13,7 @@ random time more, and sends SIGKILL to the main process. Then, for that trial:
              (``lifetime.descendant_pids``, ``lifetime.pid_running``);
 - files      every file in the run's folder must validate
              (``sayuri_async.validate.check_run``: chunks against
-             docs/data-format.md through the trainer's reader, SGF, weights,
+             docs/data-format.md through chunkfile.read_chunk, SGF, weights,
              checkpoints, state and logs; temporaries only of killed writes);
 - resume     the same command again (self-play: a few games; training:
              ``--auto-resume``; the loop: the same generations) must finish

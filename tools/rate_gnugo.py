@@ -18,7 +18,12 @@ table       per level: games, wins-losses-draws, win rate, its 95% Wilson
             interval, the Elo difference and its interval (the Elo of the
             Wilson bounds), our seconds per move, and how games ended.
             ``<out>.md`` and ``<out>.json`` are rewritten (atomically) after
-            every level, so a stopped run keeps the levels it finished.
+            every game; a level still being played is marked so.
+resume      the JSON keeps every game's figures (``per_game``); run the same
+            command again and the games it holds are counted, not played
+            again (the openings are seeded, so game k is the same game).
+            Other settings (network, playouts, seed, ...) over an existing
+            ``<out>.json`` are refused unless ``--fresh`` is given.
 
 Usage::
 
@@ -36,6 +41,7 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from sayuri_async.fileio import write_text_atomic
@@ -50,7 +56,7 @@ def gnugo_command(level: int, binary: str = GNUGO) -> str:
 
 def _elo(x: float | None, infinite: str) -> str:
     """An Elo figure; None (an infinite one, as the JSON holds it) prints as ``infinite``."""
-    return infinite if x is None else f"{x:+.0f}"
+    return infinite if x is None else f"{round(x) + 0:+d}"  # + 0: no "-0"
 
 
 def markdown(rows: list[dict], header: dict) -> str:
@@ -63,14 +69,50 @@ def markdown(rows: list[dict], header: dict) -> str:
              "| GNU Go level | games | W-L-D | win rate | 95% interval (Wilson) | Elo | Elo 95% interval | s/move | ended by |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        if r["games"] == 0:
+            continue
         lo, hi = r["wilson95"]
         e_lo, e_hi = r["elo95"]
         ended = ", ".join(f"{k} {v}" for k, v in r["reasons"].items())
-        lines.append(f"| {r['level']} | {r['games']} | {r['wins']}-{r['losses']}-{r['draws']} | {r['win_rate']:.1%} "
+        level = f"{r['level']}" if r.get("complete", True) else f"{r['level']} (in progress)"
+        lines.append(f"| {level} | {r['games']} | {r['wins']}-{r['losses']}-{r['draws']} | {r['win_rate']:.1%} "
                      f"| {lo:.1%} .. {hi:.1%} | {_elo(r['elo'], '-inf' if r['win_rate'] < 0.5 else '+inf')} "
                      f"| {_elo(e_lo, '-inf')} .. {_elo(e_hi, '+inf')} "
                      f"| {r['seconds_per_move'] if r['seconds_per_move'] is not None else '-'} | {ended} |")
     return "\n".join(lines) + "\n"
+
+
+SETTINGS = ("network", "board", "komi", "playouts", "random_opening", "seed", "scoring")
+
+
+@dataclass
+class EarlierLevel:
+    result: MatchResult  # its games (``per_game``), counted again on resume
+    seconds: float  # wall time the earlier runs spent on the level
+
+
+def earlier_games(path: Path, header: dict) -> dict[int, EarlierLevel]:
+    """The games of an earlier run of the same settings written at ``path``,
+    per level; none if there is no such file. ValueError (a one-line
+    reason) if it holds another run's settings or is not the tool's JSON."""
+    if not path.is_file():
+        return {}
+    try:
+        old = json.loads(path.read_text())
+        differ = [k for k in SETTINGS if old.get(k) != header[k]]
+        levels = old["levels"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not a rating table of this tool ({e}); move it away or give --fresh") from None
+    if differ:
+        raise ValueError(f"{path} holds games of other settings ({', '.join(differ)} differ); "
+                         f"use another --out or give --fresh to start over")
+    out: dict[int, EarlierLevel] = {}
+    for row in levels:
+        res = MatchResult(row["a"], row["b"])
+        for k, g in sorted(row.get("per_game", {}).items(), key=lambda kg: int(kg[0])):
+            res.add_game(int(k), g["result"], g["a_moves"], g["a_seconds"], g["reason"])
+        out[int(row["level"])] = EarlierLevel(res, float(row.get("seconds", 0.0)))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gnugo", default=GNUGO)
     p.add_argument("--sgf", default="", help="folder for the games (a subfolder per level)")
     p.add_argument("--out", required=True, help="table path without suffix: OUT.md and OUT.json")
+    p.add_argument("--fresh", action="store_true", help="start over even if OUT.json holds games of other settings")
     args = p.parse_args(argv)
     if not os.access(args.gnugo, os.X_OK):
         print(f"rate_gnugo: GNU Go not found at {args.gnugo!r} (apt-get install gnugo)", file=sys.stderr)
@@ -115,9 +158,20 @@ def main(argv: list[str] | None = None) -> int:
     header = {"network": args.weights, "board": args.board, "komi": args.komi, "playouts": args.playouts,
               "random_opening": args.random_opening, "seed": args.seed, "scoring": args.scoring,
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    rows: list[dict] = []
     out = Path(args.out)
+    try:
+        earlier = {} if args.fresh else earlier_games(out.with_suffix(".json"), header)
+    except ValueError as e:
+        print(f"rate_gnugo: {e}", file=sys.stderr)
+        return 2
+    rows: list[dict] = []
     out.parent.mkdir(parents=True, exist_ok=True)
+
+    def write_tables(current: dict | None = None) -> None:
+        shown = rows + ([current] if current is not None else [])
+        write_text_atomic(out.with_suffix(".json"), json.dumps({**header, "levels": shown}, indent=1) + "\n")
+        write_text_atomic(out.with_suffix(".md"), markdown(shown, header))
+
     async def ladder() -> None:
         for level in levels:
             gnugo = GtpPlayer(gnugo_command(level, args.gnugo))
@@ -126,18 +180,26 @@ def main(argv: list[str] | None = None) -> int:
             if sgf_dir is not None:
                 sgf_dir.mkdir(parents=True, exist_ok=True)
 
+            done = earlier.get(level)
+            t0 = time.monotonic()
+            seconds0 = done.seconds if done is not None else 0.0
+
+            def level_row(res: MatchResult, complete: bool) -> dict:
+                return {"level": level, **res.summary(), "complete": complete,
+                        "seconds": round(seconds0 + time.monotonic() - t0, 1),
+                        "per_game": {str(k): g for k, g in sorted(res.per_game.items())}}
+
             def progress(k: int, res: MatchResult, level: int = level) -> None:
                 print(f"  level {level}: game {res.games}/{args.games}  {res.wins}-{res.losses}-{res.draws}",
                       file=sys.stderr, flush=True)
+                write_tables(level_row(res, False))
 
-            t0 = time.monotonic()
             res = await run_match(net, gnugo, args.games, args.board, args.komi, args.concurrency, sgf_dir,
                                   progress, scoring=args.scoring, random_opening=args.random_opening,
-                                  seed=args.seed + level)
-            row = {"level": level, **res.summary(), "seconds": round(time.monotonic() - t0, 1)}
+                                  seed=args.seed + level, done=done.result if done is not None else None)
+            row = level_row(res, True)
             rows.append(row)
-            write_text_atomic(out.with_suffix(".json"), json.dumps({**header, "levels": rows}, indent=1) + "\n")
-            write_text_atomic(out.with_suffix(".md"), markdown(rows, header))
+            write_tables()
             print(f"level {level}: {res.wins}-{res.losses}-{res.draws}, win rate {res.win_rate:.1%}, "
                   f"Elo {_elo(row['elo'], '-inf' if res.win_rate < 0.5 else '+inf')}", flush=True)
 

@@ -22,6 +22,11 @@ hist      ring of the last HISTORY colour arrays (for the network's history
           planes): ``hist[(hist_pos - k) % HISTORY]`` is the position k plies
           ago, valid for ``k <= move_num``; ``hist_move`` at the same index is
           the point played to reach it (PASS for a pass or the start).
+rules     ``scoring`` (0 area, 1 territory), ``handicap`` (stones placed
+          before the first move) and ``handicap_last`` (the point of the
+          last of them, 0 without): copied with the board, read by the
+          ``sayuri-v3`` encoder only (Sayuri encodes both); ``go/game.py``
+          sets them.
 
 Everything in this module is a plain function over records so that search and
 feature encoding can call it from compiled code. ``go/game.py`` wraps it in a
@@ -61,6 +66,9 @@ BOARD_DTYPE = np.dtype(
         ("last_move", np.int32),
         ("hist_pos", np.int32),
         ("captures", np.int32, (3,)),
+        ("scoring", np.int32),
+        ("handicap", np.int32),
+        ("handicap_last", np.int32),
     ],
     align=True,
 )
@@ -111,6 +119,9 @@ def rec_init(rec, n: int, komi: float) -> None:
     rec.hist_pos = 0
     for c in range(3):
         rec.captures[c] = 0
+    rec.scoring = 0
+    rec.handicap = 0
+    rec.handicap_last = 0
     for p in range(w * w):
         rec.hist[0, p] = rec.color[p]
 
@@ -137,15 +148,23 @@ def copy_position(dst, src) -> None:
     of scratch boards that never look at their history (the ladder reader);
     ``copy_board`` is this plus the ring."""
     m = src.w * src.w
-    # explicit loops: numba's slice assignment is several times slower here
-    sc, sp, sn, sl, ss = src.color, src.parent, src.nxt, src.libs, src.size
-    dc, dp, dn, dl, ds = dst.color, dst.parent, dst.nxt, dst.libs, dst.size
+    # explicit loops, one per array (numba's slice assignment is several
+    # times slower here, and one loop over all five does not vectorise)
+    a, b = dst.color, src.color
     for i in range(m):
-        dc[i] = sc[i]
-        dp[i] = sp[i]
-        dn[i] = sn[i]
-        dl[i] = sl[i]
-        ds[i] = ss[i]
+        a[i] = b[i]
+    a, b = dst.parent, src.parent
+    for i in range(m):
+        a[i] = b[i]
+    a, b = dst.nxt, src.nxt
+    for i in range(m):
+        a[i] = b[i]
+    a, b = dst.libs, src.libs
+    for i in range(m):
+        a[i] = b[i]
+    a, b = dst.size, src.size
+    for i in range(m):
+        a[i] = b[i]
     dst.hash = src.hash
     dst.komi = src.komi
     dst.n = src.n
@@ -158,6 +177,9 @@ def copy_position(dst, src) -> None:
     dst.hist_pos = src.hist_pos
     for i in range(3):
         dst.captures[i] = src.captures[i]
+    dst.scoring = src.scoring
+    dst.handicap = src.handicap
+    dst.handicap_last = src.handicap_last
 
 
 @njit(cache=True)
@@ -331,6 +353,16 @@ def play(rec, p: int) -> int:
 
     The caller guarantees ``is_simple_legal(rec, p)``.
     """
+    captured = play_position(rec, p)
+    _push_history(rec)
+    return captured
+
+
+@njit(cache=True)
+def play_position(rec, p: int) -> int:
+    """``play`` without the history ring (``hist``, ``hist_hash``,
+    ``hist_move`` stay as they were): for scratch boards that never read it
+    (the ladder reader)."""
     c = rec.to_move
     o = 3 - c
     rec.move_num += 1
@@ -339,7 +371,6 @@ def play(rec, p: int) -> int:
     if p == PASS:
         rec.passes += 1
         rec.ko = NO_KO
-        _push_history(rec)
         return 0
     rec.passes = 0
     w = np.int64(rec.w)
@@ -391,7 +422,6 @@ def play(rec, p: int) -> int:
         rec.ko = cap_point
     else:
         rec.ko = NO_KO
-    _push_history(rec)
     return captured
 
 

@@ -61,6 +61,13 @@ def handicap_actions(n: int, stones: int) -> list[int]:
     return [y * n + x for x, y in pts[:stones]]
 
 
+def _hand_turn(rec, color: int) -> None:
+    """Put ``color`` on turn in the board record ``rec``: a move out of turn
+    forgets the ko (the ko point bans the other colour's retake only)."""
+    rec["to_move"] = color
+    rec["ko"] = B.NO_KO
+
+
 def _copy_record(arr: np.ndarray) -> np.ndarray:
     """Byte-exact copy of a board record array. numpy copies structured
     arrays field by field: about 4x slower, and the dtype's padding bytes of
@@ -86,6 +93,7 @@ class Game:
 
     def __post_init__(self) -> None:
         self.arr = B.new_board(self.size, self.komi)
+        self.arr[0]["scoring"] = 1 if self.rules.scoring == "territory" else 0
         self.moves: list[tuple[int, int]] = []
         self.handicap: list[int] = []
         self._hashes = np.zeros(64, dtype=np.uint64)
@@ -118,6 +126,16 @@ class Game:
     @property
     def passes(self) -> int:
         return int(self.rec["passes"])
+
+    def set_rules(self, rules: Rules) -> None:
+        """Play on under ``rules`` (now and after any undo)."""
+        self.rules = rules
+        code = 1 if rules.scoring == "territory" else 0
+        self.rec["scoring"] = code
+        for u in self._undo:
+            u.rec[0]["scoring"] = code
+        if self._start is not None:
+            self._start[0]["scoring"] = code
 
     def set_komi(self, komi: float) -> None:
         """Change komi for scoring now and after any undo."""
@@ -157,6 +175,16 @@ class Game:
         g.comments = list(self.comments)
         return g
 
+    def with_to_move(self, color: int) -> "Game":
+        """This game, or a copy with ``color`` on turn (its ko point cleared,
+        as for an out-of-turn move): GTP may ask the colour not on turn to
+        move (``genmove w`` with black to move)."""
+        if color == self.to_move:
+            return self
+        g = self.copy()
+        _hand_turn(g.rec, color)
+        return g
+
     # ---- rules -------------------------------------------------------
     def why_illegal(self, action: int, color: int | None = None) -> str | None:
         """None when legal, otherwise the reason."""
@@ -168,8 +196,7 @@ class Game:
         arr = self.arr
         if color is not None and color != self.to_move:
             arr = _copy_record(self.arr)  # probe the other side's move
-            arr[0]["to_move"] = color
-            arr[0]["ko"] = B.NO_KO
+            _hand_turn(arr[0], color)
         code = B.illegal_reason(arr, B.action_to_point(n, action), self._hashes, self._n_hashes,
                                 self.rules.superko)
         return _REASONS[code]
@@ -205,9 +232,7 @@ class Game:
             self._start = _copy_record(self.arr)
         mover = self.to_move
         if color is not None and color != mover:
-            rec = self.rec
-            rec["to_move"] = color
-            rec["ko"] = B.NO_KO
+            _hand_turn(self.rec, color)
             mover = color
         captured = B.play_arr(self.arr, B.action_to_point(self.size, action))
         self._push_hash(int(self.arr[0]["hash"]))
@@ -243,6 +268,14 @@ class Game:
         self._n_hashes += 1
 
     # ---- set-up ------------------------------------------------------
+    def mark_start(self) -> None:
+        """Make the position on the board (set-up stones placed on the
+        record, no move played) the game's start position: the superko
+        history begins with it."""
+        self._require_empty_start("a start position")
+        self._hashes[0] = self.rec["hash"]
+        self._n_hashes = 1
+
     def _require_empty_start(self, what: str) -> None:
         if self.moves or self.handicap:
             raise IllegalMove(f"{what} needs an empty board")
@@ -259,10 +292,16 @@ class Game:
                 raise IllegalMove(f"handicap stone {a} is not a board point")
         for a in actions:
             B.place_stone(self.rec, B.action_to_point(n, a), B.BLACK)
-        self.handicap = list(actions)
+        self.mark_start()
+        self.mark_handicap(actions)
         self.rec["to_move"] = B.WHITE
-        self._hashes[0] = self.rec["hash"]
-        self._n_hashes = 1
+
+    def mark_handicap(self, actions: list[int]) -> None:
+        """Record that the start position's black stones ``actions`` (in
+        the order they were placed) are a handicap."""
+        self.handicap = list(actions)
+        self.rec["handicap"] = len(actions)
+        self.rec["handicap_last"] = B.action_to_point(self.size, actions[-1]) if actions else 0
 
     def set_fixed_handicap(self, stones: int) -> list[int]:
         acts = handicap_actions(self.size, stones)

@@ -74,31 +74,55 @@ def area_map(rec, out) -> None:
             out[y * n + x] = owner[(y + 1) * w + x + 1]
 
 
-def _counts(rec) -> tuple[int, int, int, int]:
-    """(black stones, white stones, black-only empty, white-only empty)."""
+@njit(cache=True)
+def area_balance(rec) -> float:
+    """Tromp-Taylor: black's area minus white's, komi not included."""
+    n = rec.n
+    owner = np.empty(n * n, dtype=np.int8)
+    area_map(rec, owner)
+    s = 0.0
+    for i in range(n * n):
+        if owner[i] == BLACK:
+            s += 1.0
+        elif owner[i] == WHITE:
+            s -= 1.0
+    return s
+
+
+@njit(cache=True)
+def area_outcome(rec) -> float:
+    """The Tromp-Taylor result of the record's position with its own komi,
+    for the side to move: +1 win, -1 loss, 0 jigo (the search's value of a
+    game that ended inside the tree)."""
+    s = area_balance(rec) - rec.komi
+    if rec.to_move == WHITE:
+        s = -s
+    if s > 0:
+        return 1.0
+    if s < 0:
+        return -1.0
+    return 0.0
+
+
+def _territories(rec) -> tuple[int, int]:
+    """(empty points owned by black only, by white only), Tromp-Taylor."""
     n = int(rec["n"])
     owner = np.empty(n * n, dtype=np.int8)
     area_map(rec, owner)
     w = n + 2
-    color = rec["color"][: w * w].reshape(w, w)[1:-1, 1:-1].reshape(-1)
-    bs = int(np.count_nonzero(color == BLACK))
-    ws = int(np.count_nonzero(color == WHITE))
-    empty = color == EMPTY
-    bt = int(np.count_nonzero(empty & (owner == BLACK)))
-    wt = int(np.count_nonzero(empty & (owner == WHITE)))
-    return bs, ws, bt, wt
+    empty = rec["color"][: w * w].reshape(w, w)[1:-1, 1:-1].reshape(-1) == EMPTY
+    return int(np.count_nonzero(empty & (owner == BLACK))), int(np.count_nonzero(empty & (owner == WHITE)))
 
 
 def area_score(rec, komi: float) -> float:
     """Tromp-Taylor: black area - white area - komi."""
-    bs, ws, bt, wt = _counts(rec)
-    return float(bs + bt - ws - wt) - komi
+    return float(area_balance(rec)) - komi
 
 
 def territory_score(rec, komi: float, prisoners_black: int, prisoners_white: int) -> float:
     """Territory counting without dead-stone removal: black territory plus
     stones black captured, minus the same for white, minus komi."""
-    _, _, bt, wt = _counts(rec)
+    bt, wt = _territories(rec)
     return float(bt + prisoners_black - wt - prisoners_white) - komi
 
 

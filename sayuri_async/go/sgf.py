@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from sgfmill import sgf, sgf_grammar
@@ -103,10 +102,7 @@ def set_up_position(
         B.place_stone(rec, B.action_to_point(n, a), int(colour[a]))
     rec["to_move"] = B.BLACK if to_move is None else to_move
     rec["ko"] = B.NO_KO
-    # The set-up position is the start position: restart the superko history.
-    # Game offers no public hook for this (only black handicap stones).
-    game._hashes[0] = rec["hash"]
-    game._n_hashes = 1
+    game.mark_start()  # the set-up position is the start: the superko history begins here
 
 
 def _neighbours(a: int, n: int) -> list[int]:
@@ -246,7 +242,7 @@ def _load(data: str | bytes, default_komi: float) -> tuple[Game, SgfInfo]:
         except IllegalMove as e:
             raise SgfError(str(e)) from e
         if info.handicap >= 2 and not white:
-            game.handicap = list(black)
+            game.mark_handicap(list(black))
     elif to_move is not None:
         game.rec["to_move"] = to_move
 

@@ -3,8 +3,9 @@ compiled search reads and writes without leaving numba.
 
 Vocabulary
 ----------
-key       ``search.puct.cache_key`` of a position as the network saw it
-          (odd, so 0 marks an empty entry).
+key       ``cache_key(rec)`` of a position as the network sees it: its
+          recent positions, side to move, ko point and board size (odd, so 0
+          marks an empty entry).
 entry     one position's policy row ``[A]``, ``wdl [3]`` and score lead, as
           the backend returned them (in the symmetry the leaf was shown in;
           the key includes it).
@@ -21,6 +22,23 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from ..go import board as B
+
+
+@njit(cache=True)
+def cache_key(rec) -> np.uint64:
+    """Hash of what the network sees: recent positions, side to move, ko."""
+    k = np.uint64(0x243F6A8885A308D3)
+    m = np.uint64(0x100000001B3)
+    depth = min(rec.move_num, B.HISTORY - 1)
+    for i in range(depth + 1):
+        h = rec.hist_hash[(rec.hist_pos - i) % B.HISTORY]
+        k = (k ^ h) * m
+    k ^= np.uint64(rec.to_move) * np.uint64(0x9E3779B97F4A7C15)
+    k ^= np.uint64(rec.ko) * np.uint64(0xC2B2AE3D27D4EB4F)
+    k ^= np.uint64(rec.n) * np.uint64(0x165667B19E3779F9)
+    return k | np.uint64(1)  # odd: never 0 (an empty cache slot), TERMINAL or COLLISION
 
 
 @njit(cache=True)

@@ -289,7 +289,7 @@ class Net(nn.Module):
         # (the planes are bits); turn them back into Sayuri's real values.
         self._decode = None
         if cfg.encoder == "sayuri-v3":
-            from ..sayuri.model import decode_inputs
+            from ..sayuri.inputs import decode_inputs
 
             self._decode = decode_inputs
 

@@ -25,9 +25,24 @@ score area  Tromp-Taylor ownership (stones, and empty points reached by one
             colour only), overwritten by each colour's safe area, black
             first then white (Sayuri's ``Board::ComputeScoreArea``, area
             rules).
+idle point  an empty point of a vital region of ``c``'s pass-alive strings
+            that holds no opponent stone: ``c`` gains nothing by playing
+            there under either scoring rule (the points are ``c``'s and the
+            strings cannot be captured), and it may fill an eye
+            (``pass_alive_idle``; the search keeps the mover out of them).
 
 Both follow ``src/game/board.cc`` of Sayuri; arrays are on our padded board
 (``go/board.py``): ``p = (y + 1) * W + x + 1``.
+
+How it is computed: regions are labelled once per colour by a flood fill
+that also lists each region's points; strings are the board record's own
+(``parent`` heads), and Benson's iteration runs on the (string, vital
+region) pairs with a work list, so its cost follows the pairs, not strings
+x regions. The pass-dead test of a region first counts its potential eyes
+with every diagonal hole taken as inner and as not inner: the exact hole
+labelling (a flood fill of the whole board per region) is needed only when
+those two counts disagree on the answer. ``tests/helpers_sayuri_ref.py``
+keeps the straightforward version these must agree with.
 """
 from __future__ import annotations
 
@@ -40,7 +55,8 @@ from ..go.board import BLACK, BORDER, EMPTY, MAX_P, WHITE
 @njit(cache=True)
 def _label(mask, n: int, w: int, lab, stack) -> int:
     """4-connected components of the on-board points where ``mask`` is true;
-    ``lab[p]`` = 1.. (0 elsewhere). Returns the count."""
+    ``lab[p]`` = 1.. (0 elsewhere), numbered in raster order of their first
+    point. Returns the count."""
     for p in range(w * w):
         lab[p] = 0
     k = 0
@@ -66,46 +82,113 @@ def _label(mask, n: int, w: int, lab, stack) -> int:
 
 
 @njit(cache=True)
-def _diag_pass_dead(color, n: int, w: int, c: int, occ, region, rid: int, inner) -> bool:
-    """Sayuri's IsPassDeadRegion for region ``rid`` of ``region`` (points
-    with ``occ`` false), from the point of view of the opponent of ``c``."""
+def _components(mask, n: int, w: int, lab, pts, starts) -> int:
+    """``_label`` that also lists the points: region ``k`` (1-based) holds
+    ``pts[starts[k - 1]:starts[k]]`` (in flood-fill order)."""
+    for p in range(w * w):
+        lab[p] = 0
+    k = 0
+    end = 0
+    starts[0] = 0
+    for y in range(n):
+        for x in range(n):
+            p0 = (y + 1) * w + x + 1
+            if not mask[p0] or lab[p0] != 0:
+                continue
+            k += 1
+            lab[p0] = k
+            head = end
+            pts[end] = p0
+            end += 1
+            while head < end:
+                p = pts[head]
+                head += 1
+                for q in (p - w, p - 1, p + 1, p + w):
+                    if mask[q] and lab[q] == 0:
+                        lab[q] = k
+                        pts[end] = q
+                        end += 1
+            starts[k] = end
+    return k
+
+
+@njit(cache=True)
+def _eyes_dead(color, w: int, c: int, occ, pts, lo: int, hi: int, inner, mode: int) -> bool:
+    """Sayuri's IsPassDeadRegion for the region ``pts[lo:hi]``: fewer than
+    two potential eyes of the opponent of ``c`` (two adjacent ones count as
+    one). Diagonal holes: ``mode`` 0 none inner, 1 all inner, 2 ``inner``."""
     o = 3 - c
     e0 = -1
     e1 = -1
     eyes = 0
-    for y in range(n):
-        for x in range(n):
-            p = (y + 1) * w + x + 1
-            if region[p] != rid:
-                continue
-            if color[p] == o:
-                continue
-            ok = True
-            for q in (p - w, p - 1, p + 1, p + w):
-                if color[q] != BORDER and occ[q]:
-                    ok = False
-                    break
-            if not ok:
-                continue
-            border = 0
-            mine = 0
-            for q in (p - w - 1, p - w + 1, p + w - 1, p + w + 1):
-                if color[q] == BORDER:
-                    border += 1
-                elif not inner[q] and occ[q]:
-                    mine += 1
-            if (border == 0 and mine > 1) or (border > 0 and mine > 0):
-                continue
-            if eyes == 0:
-                e0 = p
-            elif eyes == 1:
-                e1 = p
-            eyes += 1
+    for i in range(lo, hi):
+        p = pts[i]
+        if color[p] == o:
+            continue
+        ok = True
+        for q in (p - w, p - 1, p + 1, p + w):
+            if color[q] != BORDER and occ[q]:
+                ok = False
+                break
+        if not ok:
+            continue
+        border = 0
+        mine = 0
+        for q in (p - w - 1, p - w + 1, p + w - 1, p + w + 1):
+            if color[q] == BORDER:
+                border += 1
+            elif occ[q] and (mode == 0 or (mode == 2 and not inner[q])):
+                mine += 1
+        if (border == 0 and mine > 1) or (border > 0 and mine > 0):
+            continue
+        if eyes == 0:
+            e0 = p
+        elif eyes == 1:
+            e1 = p
+        eyes += 1
+        if eyes > 2:
+            return False
     if eyes == 2:
         d = e1 - e0
         if d == 1 or d == -1 or d == w or d == -w:
             eyes = 1
     return eyes < 2
+
+
+@njit(cache=True)
+def _inner_holes(color, n: int, w: int, region, rid: int, inner, work, holes, stack) -> None:
+    """``inner[p]``: p lies in a hole of region ``rid`` (a component of the
+    other points that does not touch the edge), with Sayuri's list walk."""
+    m = w * w
+    for p in range(m):
+        work[p] = color[p] != BORDER and region[p] != rid
+    nh = _label(work, n, w, holes, stack)
+    edge = np.zeros(nh + 1, np.bool_)
+    for p in range(m):
+        h = holes[p]
+        if h > 0 and not edge[h]:
+            for q in (p - w, p - 1, p + 1, p + w):
+                if color[q] == BORDER:
+                    edge[h] = True
+                    break
+    # Sayuri drops holes touching the edge from its list of holes while
+    # walking it, which skips the hole after each one dropped (that one
+    # stays "inner" even when it touches the edge); done the same here.
+    keep = np.ones(nh + 1, np.bool_)
+    order = np.arange(nh + 1)
+    cnt = nh
+    i = 0
+    while i < cnt:
+        h = order[1 + i]
+        if edge[h]:
+            keep[h] = False
+            for j in range(1 + i, nh):
+                order[j] = order[j + 1]
+            cnt -= 1
+        i += 1
+    for p in range(m):
+        h = holes[p]
+        inner[p] = h > 0 and keep[h]
 
 
 @njit(cache=True)
@@ -141,162 +224,218 @@ def _all_dead(rec, c: int, result) -> None:
 
 
 @njit(cache=True)
-def pass_alive_area(rec, c: int, result) -> None:
-    """OR colour ``c``'s safe area (pass-alive strings, their vital regions,
-    pass-dead regions) into ``result[N*N]`` (uint8 0/1)."""
+def _benson(rec, c: int, result, idle, want_idle: bool) -> None:
+    """OR colour ``c``'s safe area into ``result[N*N]``; with ``want_idle``
+    also set ``idle[N*N]`` (cleared first) at ``c``'s idle points."""
     n = rec.n
     w = rec.w
     m = w * w
     color = rec.color
+    if want_idle:
+        for i in range(n * n):
+            idle[i] = 0
     has_c = False
-    for p in range(m):
+    for p in range(w + 1, m - w - 1):
         if color[p] == c:
             has_c = True
             break
     if not has_c:  # no string, and no region can be vital: it has empty points
         _all_dead(rec, c, result)
         return
-    stack = np.empty(MAX_P, np.int32)
-    occ = np.zeros(MAX_P, np.bool_)  # Sayuri's "ocupied == c"
-    free = np.zeros(MAX_P, np.bool_)  # on board and not c
+    mask = np.empty(MAX_P, np.bool_)
     for p in range(m):
-        occ[p] = color[p] == c
-        free[p] = color[p] != c and color[p] != BORDER
-    region = np.empty(MAX_P, np.int32)
-    nreg = _label(free, n, w, region, stack)
-    # potential vital regions
-    vital = np.ones(nreg + 1, np.bool_)
+        mask[p] = color[p] != c and color[p] != BORDER
+    lab = np.empty(MAX_P, np.int32)
+    pts = np.empty(MAX_P, np.int32)
+    starts = np.empty(MAX_P + 1, np.int32)
+    nreg = _components(mask, n, w, lab, pts, starts)
+    vital = np.empty(nreg + 1, np.bool_)
+    empties = np.zeros(nreg + 1, np.int32)
     vital[0] = False
-    for p in range(m):
-        r = region[p]
-        if r == 0 or not vital[r]:
-            continue
-        if color[p] == EMPTY:
-            touch = False
-            for q in (p - w, p - 1, p + 1, p + w):
-                if occ[q]:
-                    touch = True
-                    break
-            if not touch:
-                vital[r] = False
     nvital = 0
     for r in range(1, nreg + 1):
-        nvital += vital[r]
+        v = True
+        e = 0
+        for i in range(starts[r - 1], starts[r]):
+            p = pts[i]
+            if color[p] == EMPTY:
+                e += 1
+                if v and color[p - w] != c and color[p - 1] != c and color[p + 1] != c and color[p + w] != c:
+                    v = False
+        vital[r] = v
+        empties[r] = e
+        nvital += v
     if nvital < 2:  # no string can have two vital regions: all fall, and with them every vital region
         _all_dead(rec, c, result)
         return
-    strings = np.empty(MAX_P, np.int32)
-    nstr = _label(occ, n, w, strings, stack)
-    # Benson's iteration. adj[s, r]: region r touches string s; touch[s, r]:
-    # empty points of r next to s, so r is healthy for s when it equals
-    # empties[r]. Both are fixed; only the vital flags change.
-    adj = np.zeros((nstr + 1, nreg + 1), np.bool_)
-    touch = np.zeros((nstr + 1, nreg + 1), np.int32)
-    empties = np.zeros(nreg + 1, np.int32)
-    for p in range(m):
-        r = region[p]
-        if r > 0 and color[p] == EMPTY:
-            empties[r] += 1
-            a0 = 0
-            a1 = 0
-            a2 = 0
-            for q in (p - w, p - 1, p + 1, p + w):
-                s = strings[q]
-                if s > 0 and s != a0 and s != a1 and s != a2:
-                    touch[s, r] += 1
-                    if a0 == 0:
-                        a0 = s
-                    elif a1 == 0:
-                        a1 = s
-                    else:
-                        a2 = s
-        s = strings[p]
-        if s > 0:
-            for q in (p - w, p - 1, p + 1, p + w):
-                if region[q] > 0:
-                    adj[s, region[q]] = True
-    alive = np.ones(nstr + 1, np.bool_)
-    alive[0] = False
-    changed = True
-    while changed:
-        changed = False
-        for s in range(1, nstr + 1):
-            if not alive[s]:
-                continue
-            nvital = 0
-            for r in range(1, nreg + 1):
-                if adj[s, r] and vital[r] and touch[s, r] == empties[r]:
-                    nvital += 1
-            if nvital < 2:
-                alive[s] = False
-                changed = True
-                for r in range(1, nreg + 1):
-                    if adj[s, r]:
-                        vital[r] = False
-    for p in range(m):
-        s = strings[p]
-        if s > 0 and not alive[s]:
-            occ[p] = False
-    left = False
-    for s in range(1, nstr + 1):
-        left = left or alive[s]
+    # strings: the record's own, numbered by head
+    parent = rec.parent
+    sidx = np.empty(MAX_P, np.int32)
+    heads = np.empty(MAX_P // 2 + 1, np.int32)
+    nstr = 0
+    for p in range(w + 1, m - w - 1):
+        if color[p] == c:
+            sidx[parent[p]] = -1
+    for p in range(w + 1, m - w - 1):
+        if color[p] == c:
+            h = parent[p]
+            if sidx[h] < 0:
+                sidx[h] = nstr
+                heads[nstr] = h
+                nstr += 1
+    # (string, vital region) pairs; a region's pairs are contiguous
+    cap = 4 * m
+    pair_s = np.empty(cap, np.int32)
+    pair_r = np.empty(cap, np.int32)
+    touch = np.empty(cap, np.int32)
+    rfirst = np.zeros(nreg + 2, np.int32)
+    mark = np.full(nstr, -1, np.int32)
+    pidx = np.empty(nstr, np.int32)
+    npair = 0
     for r in range(1, nreg + 1):
-        left = left or vital[r]
+        rfirst[r] = npair
+        if not vital[r]:
+            continue
+        for i in range(starts[r - 1], starts[r]):
+            p = pts[i]
+            empty = color[p] == EMPTY
+            s0 = -1
+            s1 = -1
+            s2 = -1
+            for q in (p - w, p - 1, p + 1, p + w):
+                if color[q] != c:
+                    continue
+                s = sidx[parent[q]]
+                if mark[s] != r:
+                    mark[s] = r
+                    pidx[s] = npair
+                    pair_s[npair] = s
+                    pair_r[npair] = r
+                    touch[npair] = 0
+                    npair += 1
+                if empty and s != s0 and s != s1 and s != s2:
+                    touch[pidx[s]] += 1
+                    if s0 < 0:
+                        s0 = s
+                    elif s1 < 0:
+                        s1 = s
+                    else:
+                        s2 = s
+    rfirst[nreg + 1] = npair
+    cnt = np.zeros(nstr, np.int32)
+    scount = np.zeros(nstr + 1, np.int32)
+    healthy = np.empty(npair, np.bool_)
+    for k in range(npair):
+        healthy[k] = touch[k] == empties[pair_r[k]]
+        if healthy[k]:
+            cnt[pair_s[k]] += 1
+        scount[pair_s[k] + 1] += 1
+    for s in range(nstr):
+        scount[s + 1] += scount[s]
+    by_s = np.empty(npair, np.int32)
+    fill = scount[:nstr].copy()
+    for k in range(npair):
+        s = pair_s[k]
+        by_s[fill[s]] = k
+        fill[s] += 1
+    alive = np.ones(nstr, np.bool_)
+    todo = np.empty(nstr, np.int32)
+    top = 0
+    for s in range(nstr):
+        if cnt[s] < 2:
+            todo[top] = s
+            top += 1
+    while top > 0:
+        top -= 1
+        s = todo[top]
+        if not alive[s]:
+            continue
+        alive[s] = False
+        for j in range(scount[s], scount[s + 1]):
+            r = pair_r[by_s[j]]
+            if not vital[r]:
+                continue
+            vital[r] = False
+            for k2 in range(rfirst[r], rfirst[r + 1]):
+                s2 = pair_s[k2]
+                if healthy[k2] and alive[s2]:
+                    cnt[s2] -= 1
+                    if cnt[s2] == 1:
+                        todo[top] = s2
+                        top += 1
+    left = False
+    for s in range(nstr):
+        if alive[s]:
+            left = True
+            break
+    if not left:
+        for r in range(1, nreg + 1):
+            if vital[r]:
+                left = True
+                break
     if not left:
         _all_dead(rec, c, result)
         return
-    # pass-alive strings and their vital regions
+    # pass-alive strings and their vital regions: occupied from here on
+    occ = np.zeros(MAX_P, np.bool_)
     for y in range(n):
         for x in range(n):
             p = (y + 1) * w + x + 1
-            s = strings[p]
-            r = region[p]
-            if (s > 0 and alive[s]) or (r > 0 and vital[r]):
-                result[y * n + x] = 1
-                occ[p] = True
+            if color[p] == c:
+                if alive[sidx[parent[p]]]:
+                    occ[p] = True
+                    result[y * n + x] = 1
+            else:
+                r = lab[p]
+                if vital[r]:
+                    occ[p] = True
+                    result[y * n + x] = 1
+                    if want_idle and empties[r] == starts[r] - starts[r - 1]:
+                        idle[y * n + x] = 1
     # pass-dead regions among what is left
     for p in range(m):
-        free[p] = color[p] != BORDER and not occ[p]
-    nreg2 = _label(free, n, w, region, stack)
-    inner = np.zeros(MAX_P, np.bool_)
-    outside = np.empty(MAX_P, np.bool_)
-    holes = np.empty(MAX_P, np.int32)
+        mask[p] = color[p] != BORDER and not occ[p]
+    nreg2 = _components(mask, n, w, lab, pts, starts)
+    inner = np.empty(0, np.bool_)
+    work = np.empty(0, np.bool_)
+    holes = np.empty(0, np.int32)
+    stack = np.empty(0, np.int32)
     for rid in range(1, nreg2 + 1):
-        # holes: components of the other points that do not touch the edge
-        for p in range(m):
-            outside[p] = color[p] != BORDER and region[p] != rid
-        nh = _label(outside, n, w, holes, stack)
-        edge = np.zeros(nh + 1, np.bool_)
-        for p in range(m):
-            h = holes[p]
-            if h > 0 and not edge[h]:
-                for q in (p - w, p - 1, p + 1, p + w):
-                    if color[q] == BORDER:
-                        edge[h] = True
-                        break
-        # Sayuri drops holes touching the edge from its list of holes while
-        # walking it, which skips the hole after each one dropped (that one
-        # stays "inner" even when it touches the edge); done the same here.
-        keep = np.ones(nh + 1, np.bool_)
-        order = np.arange(nh + 1)
-        cnt = nh
-        i = 0
-        while i < cnt:
-            h = order[1 + i]
-            if edge[h]:
-                keep[h] = False
-                for j in range(1 + i, nh):
-                    order[j] = order[j + 1]
-                cnt -= 1
-            i += 1
-        for p in range(m):
-            h = holes[p]
-            inner[p] = h > 0 and keep[h]
-        if _diag_pass_dead(color, n, w, c, occ, region, rid, inner):
-            for y in range(n):
-                for x in range(n):
-                    if region[(y + 1) * w + x + 1] == rid:
-                        result[y * n + x] = 1
+        lo = starts[rid - 1]
+        hi = starts[rid]
+        dead = _eyes_dead(color, w, c, occ, pts, lo, hi, inner, 1)
+        if not dead and _eyes_dead(color, w, c, occ, pts, lo, hi, inner, 0):
+            if inner.shape[0] == 0:
+                inner = np.empty(MAX_P, np.bool_)
+                work = np.empty(MAX_P, np.bool_)
+                holes = np.empty(MAX_P, np.int32)
+                stack = np.empty(MAX_P, np.int32)
+            _inner_holes(color, n, w, lab, rid, inner, work, holes, stack)
+            dead = _eyes_dead(color, w, c, occ, pts, lo, hi, inner, 2)
+        if dead:
+            for i in range(lo, hi):
+                p = pts[i]
+                result[(p // w - 1) * n + p % w - 1] = 1
+
+
+@njit(cache=True)
+def pass_alive_area(rec, c: int, result) -> None:
+    """OR colour ``c``'s safe area (pass-alive strings, their vital regions,
+    pass-dead regions) into ``result[N*N]`` (uint8 0/1)."""
+    _benson(rec, c, result, result[:0], False)
+
+
+@njit(cache=True)
+def pass_alive_idle(rec, c: int, idle) -> int:
+    """``idle[N*N]`` (uint8): 1 at colour ``c``'s idle points (module
+    docstring), 0 elsewhere. Returns how many."""
+    nn = rec.n * rec.n
+    tmp = np.zeros(nn, np.uint8)
+    _benson(rec, c, tmp, idle, True)
+    k = 0
+    for i in range(nn):
+        k += idle[i]
+    return k
 
 
 @njit(cache=True)
@@ -306,47 +445,62 @@ def reach_area(rec, owner) -> None:
     n = rec.n
     w = rec.w
     color = rec.color
-    stack = np.empty(MAX_P, np.int32)
-    reach = np.zeros((3, MAX_P), np.bool_)
-    for c in (BLACK, WHITE):
-        top = 0
-        for y in range(n):
-            for x in range(n):
-                p = (y + 1) * w + x + 1
-                if color[p] == c:
-                    reach[c, p] = True
-                    stack[top] = p
-                    top += 1
-        while top > 0:
-            top -= 1
-            p = stack[top]
-            for q in (p - w, p - 1, p + 1, p + w):
-                if color[q] == EMPTY and not reach[c, q]:
-                    reach[c, q] = True
-                    stack[top] = q
-                    top += 1
+    lab = np.zeros(MAX_P, np.int32)
+    pts = np.empty(MAX_P, np.int32)
+    reach = np.zeros(MAX_P // 2 + 2, np.int8)  # per empty region: bit 1 black, bit 2 white
+    k = 0
     for y in range(n):
         for x in range(n):
-            p = (y + 1) * w + x + 1
-            b = reach[BLACK, p]
-            wh = reach[WHITE, p]
-            owner[y * n + x] = BLACK if b and not wh else (WHITE if wh and not b else EMPTY)
+            p0 = (y + 1) * w + x + 1
+            c = color[p0]
+            if c != EMPTY:
+                owner[y * n + x] = c
+                continue
+            if lab[p0] == 0:
+                k += 1
+                lab[p0] = k
+                bits = 0
+                pts[0] = p0
+                end = 1
+                head = 0
+                while head < end:
+                    p = pts[head]
+                    head += 1
+                    for q in (p - w, p - 1, p + 1, p + w):
+                        cq = color[q]
+                        if cq == EMPTY:
+                            if lab[q] == 0:
+                                lab[q] = k
+                                pts[end] = q
+                                end += 1
+                        elif cq == BLACK or cq == WHITE:
+                            bits |= cq
+                reach[k] = bits
+            b = reach[lab[p0]]
+            owner[y * n + x] = BLACK if b == 1 else (WHITE if b == 2 else EMPTY)
 
 
 @njit(cache=True)
 def area_planes(rec, own: int, safe, owner) -> None:
     """``safe[N*N]`` (uint8): both colours' safe areas; ``owner[N*N]`` (int8):
     Sayuri's area-rule score owner (BLACK, WHITE or EMPTY)."""
+    area_planes_idle(rec, own, safe, owner, safe[:0], False)
+
+
+@njit(cache=True)
+def area_planes_idle(rec, own: int, safe, owner, idle, want_idle: bool) -> None:
+    """``area_planes``, and with ``want_idle`` the side to move's idle
+    points into ``idle[N*N]`` (``pass_alive_idle``) from the same pass."""
     n = rec.n
     nn = n * n
     for i in range(nn):
         safe[i] = 0
     reach_area(rec, owner)
-    tmp = np.zeros(nn, np.uint8)
+    tmp = np.empty(nn, np.uint8)
     for c in (BLACK, WHITE):
         for i in range(nn):
             tmp[i] = 0
-        pass_alive_area(rec, c, tmp)
+        _benson(rec, c, tmp, idle, want_idle and c == own)
         for i in range(nn):
             if tmp[i]:
                 owner[i] = c

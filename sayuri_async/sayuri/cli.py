@@ -8,7 +8,9 @@ import-weights  ``sayuri-async import-weights FILE -o OUT``: read a Sayuri
                 ``--check`` also runs one forward pass on an empty board.
 import-data     ``sayuri-async import-data FILE... -o DIR`` (``data_main``):
                 convert Sayuri's training data (gzip text, record version 2)
-                into our chunks under ``DIR`` for ``sayuri-async train``.
+                into our chunks under ``DIR`` for ``sayuri-async train``;
+                ``--config FILE`` reads the options from its ``[import]``
+                table (``data.ImportConfig``), the command line overriding.
 Exit codes (``usererror``): 0 done; 2 a missing or rejected input file, an
 output that cannot be written, a bad option (the message says which); 1 a
 failure while writing.
@@ -79,35 +81,44 @@ def data_main(argv: list[str] | None = None) -> int:
     p = ArgumentParser(prog="sayuri-async import-data",
                                 description="Convert Sayuri training data (record version 2) into our chunks.")
     p.add_argument("files", nargs="+", help="Sayuri data files (.gz or plain text), taken in this order")
-    p.add_argument("-o", "--out", required=True, help="folder for the chunks (e.g. <run>/data)")
-    p.add_argument("--generation", type=int, default=0, help="generation number in the chunk names")
+    p.add_argument("-o", "--out", help="folder for the chunks (e.g. <run>/data); required unless the "
+                                        "--config file's [import] out gives it")
+    p.add_argument("--config", help="TOML file whose [import] table gives these options "
+                                    "(configs/sayuri-import.toml); options given here override it")
+    p.add_argument("--generation", type=int, default=None, help="generation number in the chunk names; default 0")
     p.add_argument("--chunk-positions", type=int, default=None,
                    help="positions per chunk written (and the most held in memory per board size); "
                         "default 8192")
-    p.add_argument("--jobs", type=int, default=1,
+    p.add_argument("--jobs", type=int, default=None,
                    help="processes parsing records (the chunks are the same for any count); default 1")
     args = p.parse_args(argv)
-    from .data import DEFAULT_CHUNK_POSITIONS, convert
+    from .data import ImportConfig, convert, load_import_config
 
-    size = DEFAULT_CHUNK_POSITIONS if args.chunk_positions is None else args.chunk_positions
+    cfg = load_import_config(str(input_file(args.config, "--config", "config file"))) if args.config else ImportConfig()
+    size = cfg.chunk_positions if args.chunk_positions is None else args.chunk_positions
+    jobs = cfg.jobs if args.jobs is None else args.jobs
+    generation = cfg.generation if args.generation is None else args.generation
+    out = args.out or cfg.out
     if size < 1:
         raise UserError(f"--chunk-positions {size}: must be at least 1")
-    if args.jobs < 1:
-        raise UserError(f"--jobs {args.jobs}: must be at least 1")
+    if jobs < 1:
+        raise UserError(f"--jobs {jobs}: must be at least 1")
     for f in args.files:
         input_file(f, "", "Sayuri data file")
-    if args.generation < 0:
-        raise UserError(f"--generation {args.generation}: must be 0 or more")
-    output_folder(args.out, "-o")
+    if generation < 0:
+        raise UserError(f"--generation {generation}: must be 0 or more")
+    if not out:
+        raise UserError("-o: the folder for the chunks is required (or [import] out in the --config file)")
+    output_folder(out, "-o")
     try:
-        result = convert(args.files, args.out, args.generation, chunk_positions=size, jobs=args.jobs)
+        result = convert(args.files, out, generation, chunk_positions=size, jobs=jobs)
     except OSError as e:
-        print(f"sayuri-async import-data: cannot write to {args.out}: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"sayuri-async import-data: cannot write to {out}: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     for w in result.warnings:
         print(f"sayuri-async import-data: {w}", file=sys.stderr)
     print(f"wrote {len(result.written)} chunk(s), {result.positions} positions from {result.files} file(s) "
-          f"to {args.out}")
+          f"to {out}")
     return 0 if result.written or not result.warnings else 2  # every file rejected: the inputs were not Sayuri data
 
 

@@ -37,8 +37,10 @@ ply later, else -1; ``game`` counts runs of such consecutive records (Sayuri
 leaves out positions it does not record, so one game can span several runs);
 ``root_value`` is ``(average Q + 1) / 2``.
 
-Output: ``chunk-<generation>-<run stamp>-<serial>.npz`` (``fileio.run_stamp``),
-written through ``fileio.atomic_path`` and never over an existing file.
+Output: chunks in the format of ``sayuri_async/chunkfile.py``, named
+``chunk-<generation>-<run stamp>-<serial>.npz`` (``chunkfile.chunk_name``,
+``fileio.run_stamp``), written through ``chunkfile.write_new_chunk``: a
+temporary name, never over an existing file.
 """
 from __future__ import annotations
 
@@ -47,7 +49,6 @@ import functools
 import gzip
 import io
 import zlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..fileio import NameTaken, atomic_path, run_stamp
+from ..chunkfile import make_meta, write_new_chunk
+from ..configfile import at_least, check_tables, fill, read_toml
+from ..fileio import run_stamp
 from .encoder import MISC_PLANES, NAME, P_KOMI, P_NEG_KOMI, P_ONES, P_RULE, PLANES, komi_count
 from ..usererror import UserError
 
@@ -352,8 +355,7 @@ class SampleBuffer:
         _, game_ids = np.unique(np.array([g for _, _, _, g in self.rows]), return_inverse=True)
         q = np.stack([r.q for r in rs]).astype(np.float32)
         return {
-            "meta": {"format": "sayuri-async-chunk", "version": 1, "encoder": NAME, "planes": PLANES,
-                     "board_size": self.n, "games": int(game_ids.max()) + 1 if m else 0, "generator": name},
+            "meta": make_meta(NAME, PLANES, self.n, int(game_ids.max()) + 1 if m else 0, name),
             "planes": np.stack([p for _, p, _, _ in self.rows]),
             "policy": policy,
             "opp_policy": aux,
@@ -413,18 +415,28 @@ def read_sayuri_chunk(path: str | os.PathLike) -> dict[int, dict[str, Any]]:
     return {n: b.arrays(f"sayuri:{Path(path).name}") for n, b in sorted(buffers.items())}
 
 
-def write_chunk(path: str | os.PathLike, arrays: dict[str, Any], replace: bool = True) -> None:
-    """Write one group of samples as our chunk through the project's atomic
-    writer (``fileio.atomic_path``; ``replace=False``: an existing file stays
-    and ``fileio.NameTaken`` is raised)."""
-    data = {k: v for k, v in arrays.items() if k != "meta"}
-    data["meta"] = np.array(json.dumps(arrays["meta"]))
-    with atomic_path(path, replace=replace) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, **data)
-
-
 DEFAULT_CHUNK_POSITIONS = 8192
+
+
+@dataclass
+class ImportConfig:
+    """``[import]`` of ``import-data --config FILE`` (``configs/sayuri-import.toml``);
+    the command line's options override it."""
+    out: str = ""  # the chunks' folder ("": -o must give it)
+    generation: int = 0
+    chunk_positions: int = DEFAULT_CHUNK_POSITIONS
+    jobs: int = 1
+
+    def __post_init__(self) -> None:
+        at_least(self, 0, "generation")
+        at_least(self, 1, "chunk_positions", "jobs")
+
+
+def load_import_config(path: str) -> ImportConfig:
+    """The ``[import]`` table of ``path`` (ConfigError naming file and key)."""
+    raw = read_toml(path)
+    check_tables(raw, ["import"], path)
+    return fill(ImportConfig, raw.get("import", {}), path, "import")
 
 
 @dataclass
@@ -468,14 +480,8 @@ def _convert(paths: list[str], out_dir: str | os.PathLike, generation: int, chun
     def flush(buf: SampleBuffer) -> None:
         nonlocal serial
         arrays = buf.arrays(f"sayuri-import:{stamp}")
-        while True:
-            dst = out / f"chunk-{generation}-{stamp}-{serial:06d}.npz"
-            serial += 1
-            try:
-                write_chunk(dst, arrays, replace=False)
-                break
-            except NameTaken:
-                continue
+        meta = arrays.pop("meta")
+        dst, serial = write_new_chunk(out, generation, stamp, serial + 1, meta, arrays)
         result.written.append(str(dst))
         result.positions += len(buf)
         buf.rows.clear()
@@ -499,9 +505,3 @@ def _convert(paths: list[str], out_dir: str | os.PathLike, generation: int, chun
             flush(buffers[n])
     return result
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``sayuri-async import-data FILE... -o DIR`` (see ``cli.data_main``)."""
-    from .cli import data_main
-
-    return data_main(argv)

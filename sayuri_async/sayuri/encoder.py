@@ -15,7 +15,7 @@ komi code    the four real-valued planes (wave, komi/20, -komi/20, N*N/361)
              ``P_KOMI`` has ``round(2 * komi)`` cells set when the komi (for
              the side to move) is positive, plane ``P_NEG_KOMI`` the same
              for a negative komi (in raster order; the count survives the
-             dihedral symmetries). ``decode_inputs`` in ``sayuri/model.py``
+             dihedral symmetries). ``decode_inputs`` in ``sayuri/inputs.py``
              turns the planes back into Sayuri's floats on the device, so an
              imported network sees exactly what Sayuri feeds it. Komi is in
              half points and at most ``N*N / 2`` points either way.
@@ -34,7 +34,7 @@ Planes (0-based; Sayuri's ``src/neural/encoder.h`` counts from 1):
 34 ladder: string with two liberties that a ladder can capture
 35 ladder: an atari that starts such a ladder
 36 ladder: the move that captures a string of plane 33
-37 scoring rule: 0 (area; our engine plays area scoring)
+37 scoring rule: 0 area, 1 territory (all ones)
 38 wave (written 0 here; computed from komi and N by ``decode_inputs``)
 39 komi code (positive komi count), becomes komi/20
 40 komi code (negative komi count), becomes -komi/20
@@ -42,12 +42,24 @@ Planes (0-based; Sayuri's ``src/neural/encoder.h`` counts from 1):
 42 ones
 == ======================================================================
 
-The last-move plane of the oldest history step (7 plies ago) needs the
-move that led to it; it is read from the record's ``hist_move`` ring when
-``BOARD_DTYPE`` has one, and otherwise left empty (the other steps take it
-from the difference of consecutive positions). Handicap komi compensation
-(Sayuri adds the handicap stone count to komi under area rules) is not
-added: ``rec.komi`` is used as it is.
+Rules (the board record's ``scoring``, ``handicap``, ``handicap_last``,
+set by ``go/game.py``), as Sayuri encodes them:
+
+- territory scoring: planes 25-28 stay empty, plane 37 is all ones (wave 0
+  after decoding), and the komi is Sayuri's komi with its stone-count
+  penalty: black's komi plus the stones black played minus the stones
+  white played (stones on the board plus those the other side captured);
+- handicap: under area scoring white gets one komi point per handicap
+  stone; under both rules the last handicap stone counts as a move (Sayuri
+  plays it, KataGo-style): the start position has it as its last move, and
+  the step before it (when the history reaches that far) is the start
+  position without it.
+
+``encoded_komi`` gives that komi (black's). The search encodes its leaves
+with ``encode_sayuri_v3_reuse``, which takes the ladder read-outs of the
+search's root (``ladder.ladder_map_reuse``) and also returns the side to
+move's idle points (``benson.py``) for the legal-move list: the same planes
+as ``encode_sayuri_v3``.
 """
 from __future__ import annotations
 
@@ -55,9 +67,9 @@ import numpy as np
 from numba import njit
 
 from .. import features
-from ..go.board import BLACK, BOARD_DTYPE, EMPTY, HISTORY, NO_KO, PASS, WHITE
-from .benson import area_planes
-from .ladder import LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, ladder_map
+from ..go.board import BLACK, HISTORY, NO_KO, PASS, WHITE
+from .benson import area_planes, area_planes_idle
+from .ladder import LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, ladder_map, ladder_map_reuse
 
 NAME = "sayuri-v3"
 PLANES = 43
@@ -73,7 +85,14 @@ P_NEG_KOMI = 40
 P_SIZE = 41
 P_ONES = 42
 MISC_PLANES = 6  # 37..42 are not stored in Sayuri's training data
-HAS_HIST_MOVE = "hist_move" in BOARD_DTYPE.names
+
+
+@njit(cache=True, inline="always")
+def _fill(o, start: int, count: int, v: np.uint8) -> None:
+    z = o[start:start + count]
+    for i in range(count):
+        z[i] = v
+
 
 
 @njit(cache=True)
@@ -87,85 +106,92 @@ def komi_count(komi_stm: float, n: int) -> tuple[int, int]:
 
 
 @njit(cache=True)
-def _fill(o, start: int, count: int, v: np.uint8) -> None:
-    z = o[start:start + count]
-    for i in range(count):
-        z[i] = v
+def encoded_komi(rec) -> float:
+    """Black's komi as Sayuri encodes it (``GetKomiWithPenalty``): plus the
+    handicap stones under area scoring; under territory scoring plus the
+    stones black played minus those white played."""
+    komi = np.float64(rec.komi)
+    if rec.scoring == 1:
+        n = rec.n
+        w = rec.w
+        black = 0
+        white = 0
+        for y in range(n):
+            for x in range(n):
+                c = rec.color[(y + 1) * w + x + 1]
+                if c == BLACK:
+                    black += 1
+                elif c == WHITE:
+                    white += 1
+        # stones played = stones on the board + those the opponent captured
+        komi += (black + rec.captures[WHITE]) - (white + rec.captures[BLACK])
+    else:
+        komi += rec.handicap
+    return komi
+
+
+@njit(cache=True, inline="always")
+def _move_cell(o, mv: int, p: int, n: int, w: int) -> None:
+    if p != PASS and p > 0:
+        o[mv + (p // w - 1) * n + p % w - 1] = 1
 
 
 @njit(cache=True)
-def _history(rec, o, nn: int, use_ring: bool) -> None:
+def _history(rec, o, nn: int) -> None:
+    """Planes 0-23. The move that led to history step ``k`` is the ring's
+    ``hist_move`` of that step (the stone that appeared since the step
+    before); the start position has none, except the last handicap stone."""
     n = rec.n
     w = rec.w
-    own = rec.to_move
-    opp = 3 - own
+    own = np.int8(rec.to_move)
+    opp = np.int8(3 - rec.to_move)
     hist = rec.hist
+    m = rec.move_num
     for k in range(HISTORY):
         base = 3 * k * nn
-        if k > rec.move_num:
-            _fill(o, base, 3 * nn, np.uint8(0))
-            continue
-        cur = hist[(rec.hist_pos - k) % HISTORY]
-        for y in range(n):
-            row = (y + 1) * w + 1
-            r = y * n
-            for x in range(n):
-                c = cur[row + x]
-                o[base + r + x] = np.uint8(c == own)
-                o[base + nn + r + x] = np.uint8(c == opp)
         mv = base + 2 * nn
-        _fill(o, mv, nn, np.uint8(0))
-        if k == 0:
-            p = rec.last_move
-            if p != PASS and p > 0:
-                o[mv + (p // w - 1) * n + p % w - 1] = 1
-        elif k + 1 <= rec.move_num and k + 1 < HISTORY:
-            prev = hist[(rec.hist_pos - k - 1) % HISTORY]
-            for y in range(n):
-                row = (y + 1) * w + 1
-                for x in range(n):
-                    if prev[row + x] == EMPTY and cur[row + x] != EMPTY:
-                        o[mv + y * n + x] = 1
-        elif use_ring and k + 1 <= rec.move_num:
-            p = _ring_move(rec, k)
-            if p != PASS and p > 0:
-                o[mv + (p // w - 1) * n + p % w - 1] = 1
-
-
-if HAS_HIST_MOVE:
-    @njit(cache=True)
-    def _ring_move(rec, k: int) -> int:
-        return rec.hist_move[(rec.hist_pos - k) % HISTORY]
-else:
-    @njit(cache=True)
-    def _ring_move(rec, k: int) -> int:
-        return PASS
+        if k <= m:
+            slot = (rec.hist_pos - k) % HISTORY
+            features.eq_planes(hist[slot], w, n, o, base, base + nn, own, opp)
+            _fill(o, mv, nn, np.uint8(0))
+            if k < m:
+                _move_cell(o, mv, rec.hist_move[slot], n, w)
+            elif rec.handicap > 0:
+                _move_cell(o, mv, rec.handicap_last, n, w)
+        elif k == m + 1 and rec.handicap > 0:
+            # Sayuri plays the last handicap stone as a move: the step before
+            # the start position is the start without it
+            start = hist[(rec.hist_pos - m) % HISTORY]
+            features.eq_planes(start, w, n, o, base, base + nn, own, opp)
+            _fill(o, mv, nn, np.uint8(0))
+            p = rec.handicap_last
+            if p > 0:
+                o[base + (0 if own == BLACK else nn) + (p // w - 1) * n + p % w - 1] = 0
+        else:
+            _fill(o, base, 3 * nn, np.uint8(0))
 
 
 @njit(cache=True)
-def encode_sayuri_v3(rec, out) -> None:
-    """Sayuri's 43 planes for the side to move (see the module docstring)."""
+def _planes(rec, o, nn: int, lad, safe, owner) -> None:
+    """Planes 24-42 from the ladder map ``lad`` and the area planes
+    (``safe``, ``owner``; not read under territory scoring)."""
     n = rec.n
     w = rec.w
-    nn = n * n
-    o = out.reshape(out.size)
-    _history(rec, o, nn, HAS_HIST_MOVE)
     own = rec.to_move
     opp = 3 - own
+    territory = rec.scoring == 1
     _fill(o, P_KO * nn, (P_RULE - P_KO) * nn, np.uint8(0))
     if rec.ko != NO_KO:
         o[P_KO * nn + (rec.ko // w - 1) * n + rec.ko % w - 1] = 1
-    safe = np.empty(nn, np.uint8)
-    owner = np.empty(nn, np.int8)
-    area_planes(rec, own, safe, owner)
-    a = P_AREA * nn
-    for i in range(nn):
-        mine = owner[i] == own
-        theirs = owner[i] == opp
-        o[a + i] = np.uint8(safe[i] != 0 and mine)
-        o[a + nn + i] = np.uint8(safe[i] != 0 and theirs)
-        o[a + 2 * nn + i] = np.uint8(mine)
-        o[a + 3 * nn + i] = np.uint8(theirs)
+    if not territory:
+        a = P_AREA * nn
+        for i in range(nn):
+            mine = owner[i] == own
+            theirs = owner[i] == opp
+            o[a + i] = np.uint8(safe[i] != 0 and mine)
+            o[a + nn + i] = np.uint8(safe[i] != 0 and theirs)
+            o[a + 2 * nn + i] = np.uint8(mine)
+            o[a + 3 * nn + i] = np.uint8(theirs)
     b = P_LIBS * nn
     for y in range(n):
         for x in range(n):
@@ -175,8 +201,6 @@ def encode_sayuri_v3(rec, out) -> None:
                 lib = rec.libs[rec.parent[p]]
                 if 1 <= lib <= 4:
                     o[b + (lib - 1) * nn + y * n + x] = 1
-    lad = np.empty(nn, np.int8)
-    ladder_map(rec, lad)
     d = P_LADDER * nn
     for i in range(nn):
         v = lad[i]
@@ -189,11 +213,55 @@ def encode_sayuri_v3(rec, out) -> None:
         elif v == LADDER_TAKE:
             o[d + 3 * nn + i] = 1
     _fill(o, P_RULE * nn, (P_ONES - P_RULE) * nn, np.uint8(0))
-    komi = rec.komi if own == BLACK else -rec.komi
-    pos, neg = komi_count(komi, n)
+    if territory:
+        _fill(o, P_RULE * nn, nn, np.uint8(1))
+    komi = encoded_komi(rec)
+    pos, neg = komi_count(komi if own == BLACK else -komi, n)
     _fill(o, P_KOMI * nn, pos, np.uint8(1))
     _fill(o, P_NEG_KOMI * nn, neg, np.uint8(1))
     _fill(o, P_ONES * nn, nn, np.uint8(1))
+
+
+@njit(cache=True)
+def encode_sayuri_v3(rec, out) -> None:
+    """Sayuri's 43 planes for the side to move (see the module docstring)."""
+    nn = rec.n * rec.n
+    o = out.reshape(out.size)
+    _history(rec, o, nn)
+    safe = np.empty(nn, np.uint8)
+    owner = np.empty(nn, np.int8)
+    if rec.scoring != 1:
+        area_planes(rec, rec.to_move, safe, owner)
+    lad = np.empty(nn, np.int8)
+    ladder_map(rec, lad)
+    _planes(rec, o, nn, lad, safe, owner)
+
+
+@njit(cache=True)
+def encode_sayuri_v3_reuse(rec, out, cache, idle) -> int:
+    """``encode_sayuri_v3(rec, out)``, reading ladders with the read-outs of
+    ``cache`` (``ladder.LADDER_CACHE_DTYPE``, kept at an earlier position
+    by ``ladder.ladder_map_keep``; an empty cache reads every string), and
+    the side to move's idle points into ``idle[N*N]`` (uint8) from the same
+    safe-area pass (all 0 under territory scoring, where no safe area is
+    computed). Returns how many idle points there are."""
+    nn = rec.n * rec.n
+    o = out.reshape(out.size)
+    _history(rec, o, nn)
+    safe = np.empty(nn, np.uint8)
+    owner = np.empty(nn, np.int8)
+    k = 0
+    if rec.scoring != 1:
+        area_planes_idle(rec, rec.to_move, safe, owner, idle, True)
+        for i in range(nn):
+            k += idle[i]
+    else:
+        for i in range(nn):
+            idle[i] = 0
+    lad = np.empty(nn, np.int8)
+    ladder_map_reuse(rec, lad, cache)
+    _planes(rec, o, nn, lad, safe, owner)
+    return k
 
 
 @njit(cache=True)

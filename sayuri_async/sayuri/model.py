@@ -29,10 +29,8 @@ calibrate     ``calibrate_norms(x)``: fold each norm into its convolution,
 folded        ``fold_batchnorm()``: an eval copy with every norm merged into
               its convolution and replaced by ``nn.Identity`` (what the engine
               runs and what our import files store).
-decode_inputs turns the ``sayuri-v3`` planes (``encoder.py``: komi written
-              as a count of set cells) into Sayuri's real-valued inputs:
-              wave, komi/20, -komi/20, N*N/361. Runs on the device, inside
-              CUDA graphs (no host sync).
+decode_inputs ``inputs.py``: the ``sayuri-v3`` planes into Sayuri's
+              real-valued inputs (``Net.forward`` runs it first).
 outputs       ``forward`` returns the keys of ``net/model.py``'s Net:
               ``policy``, ``opp_policy`` ([B, N*N+1] logits, pass last; Sayuri's
               policy outputs 0 and 1), ``wdl`` ([B, 3] logits), ``score``
@@ -63,7 +61,8 @@ from torch.nn import functional as F
 
 from ..net.model import Net
 from .encoder import NAME as ENCODER_NAME
-from .encoder import P_KOMI, P_NEG_KOMI, P_RULE, P_SIZE, P_WAVE, PLANES
+from .encoder import PLANES
+from .inputs import decode_inputs
 
 BLOCK_KINDS = ("residual", "bottleneck", "nested-bottleneck")
 ACTIVATIONS = ("identity", "relu", "elu", "selu", "gelu", "mish", "swish", "hardswish")
@@ -158,31 +157,6 @@ def pool_value(x: Tensor) -> Tensor:
     mean = x.mean(dim=(2, 3))
     d = n - 14
     return torch.cat([mean, mean * (d / 10.0), mean * (d * d / 100.0 - 0.1)], dim=1)
-
-
-def wave(komi: Tensor, n: int) -> Tensor:
-    """Sayuri's wave input for the side to move's komi (area rules)."""
-    if (n * n) % 2 == 0:
-        floor = torch.floor(komi / 2.0) * 2.0
-    else:
-        floor = torch.floor((komi - 1.0) / 2.0) * 2.0 + 1.0
-    delta = (komi - floor).clamp(0.0, 2.0)
-    return torch.where(delta < 0.5, delta, torch.where(delta < 1.5, 1.0 - delta, delta - 2.0))
-
-
-def decode_inputs(x: Tensor) -> Tensor:
-    """``sayuri-v3`` planes (float, ``[B, 43, N, N]``) -> Sayuri's inputs."""
-    b, _, n, _ = x.shape
-    komi = (x[:, P_KOMI].sum(dim=(1, 2)) - x[:, P_NEG_KOMI].sum(dim=(1, 2))) * 0.5
-    territory = x[:, P_RULE].amax(dim=(1, 2)) > 0.5
-    wv = torch.where(territory, torch.zeros_like(komi), wave(komi, n))
-
-    def plane(v: Tensor) -> Tensor:
-        return v.to(x.dtype)[:, None, None, None].expand(b, 1, n, n)
-
-    size = torch.full((b,), n * n / 361.0, dtype=x.dtype, device=x.device)
-    return torch.cat([x[:, :P_WAVE], plane(wv), plane(komi / 20.0), plane(-komi / 20.0),
-                      plane(size), x[:, P_SIZE + 1:]], dim=1)
 
 
 class SEUnit(nn.Module):

@@ -20,23 +20,33 @@ round          up to ``leaves_per_await`` playouts whose leaves wait on the
 SearchResult   per-action visits, Q and prior of the root, the policy target
                (visit distribution, or the Gumbel improved policy), the root
                value, the chosen action and whether it was a full search.
-evaluator      anything with ``reserve()``, ``commit(count)`` (a future of the
-               batch's NetOutput: a leaf's row is its slot), ``counters`` and
-               optionally ``nn_cache`` (the Batcher; see its docstring).
+evaluator      where the leaves go: ``evaluator.Evaluator`` (the Batcher).
+the API        what self-play, match and GTP call: ``sync`` (point at a
+               position, keeping the tree when it may), ``expand_root``,
+               ``restrict_root``, ``run`` (a whole search and its move: self-
+               play and match), ``think`` (playouts until a count, a deadline
+               or a stop request, with reports: GTP), ``best_move`` (the move
+               after ``think``), and the read-outs ``stats``, ``pv_line``,
+               ``root_visits``, ``root_value``, ``child_score_lead``.
 """
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from ..configfile import at_least
+from ..configfile import at_least, require
 from ..features import get_encoder
+from ..go import board as B
 from ..go.game import Game
-from ..infer.cache import NNCache
+from ..infer.cache import NNCache, cache_key
 from . import gumbel as G
 from . import tree
+from .evaluator import Evaluator
 from .pools import DEFAULT_EDGE_CAPACITY, make_room, size_pools
 from .puct import descend_round, finish_round
 from .root import (
@@ -69,6 +79,8 @@ from .tree import (
 
 
 MAX_ADVANCE = 16  # moves ``sync`` follows down a kept tree (analysis after a few plays)
+THINK_CHUNK_SECONDS = 0.005  # ``think``: playouts run between checks of the clock and the stop request
+THINK_MAX_CHUNK = 64
 
 
 @dataclass
@@ -102,6 +114,9 @@ class SearchConfig:
         at_least(self, 0, "edge_capacity", "search_edges", "node_records", "tree_memory_mb", "edges_per_expansion")
         if self.tree_memory_mb:
             at_least(self, 1, "tree_memory_mb")
+        at_least(self, 1, "leaves_per_await")
+        require(self.leaves_per_await <= MAX_LEAVES, "leaves_per_await",
+                f"must be at most {MAX_LEAVES}, not {self.leaves_per_await}")
 
     def params(self) -> np.ndarray:
         p = np.zeros(N_PARAMS, dtype=np.float64)
@@ -146,7 +161,7 @@ class Search:
         self.budget_bytes = sizes.budget_bytes
         self.prunes = 0  # times the budget made the pools drop subtrees
         self._actions = np.zeros(tree.MAX_ACTIONS, dtype=np.int16)
-        self._leaves = max(1, min(int(config.leaves_per_await), MAX_LEAVES))
+        self._leaves = int(config.leaves_per_await)
         self._root_key: tuple | None = None
         self._root_ko = 0  # the root position's ko point (a board point; 0: none)
         self._restricted = False  # restrict_root banned root moves: sync drops the tree
@@ -245,11 +260,18 @@ class Search:
         return True
 
     # ---- playouts ------------------------------------------------------
-    async def playout(self, ev, forced: int = -1) -> int:
+    async def playout(self, ev: Evaluator, forced: int = -1) -> int:
         """One descent + evaluation + backup."""
         return await self.playouts(ev, 1, forced)
 
-    async def playouts(self, ev, count: int, forced: int = -1) -> int:
+    async def expand_root(self, ev: Evaluator) -> int:
+        """Make sure the root has an edge for every legal move (one playout
+        when it has not); returns the playouts spent (0 or 1)."""
+        if self.root_expanded():
+            return 0
+        return await self.playout(ev)
+
+    async def playouts(self, ev: Evaluator, count: int, forced: int = -1) -> int:
         """``count`` playouts (all through the root child at place ``forced``
         among the root's edges when >= 0),
         in rounds of up to ``leaves_per_await`` descents whose leaves wait on
@@ -257,7 +279,7 @@ class Search:
         way). This loop is the Python side of the hot path: keep it lean."""
         ws, nodes, edges = self.ws, self.nodes, self.edges
         reserve, commit = ev.reserve, ev.commit
-        cache = getattr(ev, "nn_cache", None)
+        cache = ev.nn_cache
         if cache is None:
             cache = _NO_CACHE
         c_keys, c_policy, c_wdl, c_score = cache.keys, cache.policy, cache.wdl, cache.score
@@ -378,11 +400,83 @@ class Search:
         return ([action] + [int(x) for x in self._pv[:k]],
                 [int(self.nodes[i]["visits"])] + [int(x) for x in self._pv_visits[:k]])
 
+    def best_move(self, game: Game) -> int:
+        """The move after an open-ended search (``think``), ``game`` being
+        the searched position: the most visited legal open root move (ties:
+        better Q, then higher prior); by prior when nothing was visited;
+        pass when no move qualifies. Legality is checked against ``game``,
+        so a superko move the descent never met is not chosen."""
+        n = game.size
+        visits, q, prior = self.stats(n)
+        for a in np.lexsort((-prior, -q, -visits)):
+            a = int(a)
+            if prior[a] < 0:
+                continue  # restricted, or found to repeat a position
+            if visits[a] == 0 and prior[a] <= 0:
+                break  # the rest have neither visits nor prior
+            if game.is_legal(a):
+                return a
+        return n * n
+
+    def child_score_lead(self, action: int, cache: NNCache | None) -> float | None:
+        """The score lead for the root's player after root move ``action``:
+        the network's answer for that child position when ``cache`` holds
+        it (a leaf the search sent), else None."""
+        if cache is None or cache.capacity == 0:
+            return None
+        arr = self.ws["root"].copy()  # [1] board record of the root position
+        n = int(arr[0]["n"])
+        B.play(arr[0], B.action_to_point(n, action))
+        hit = cache.get(int(cache_key(arr[0])))
+        return None if hit is None else -hit[2]
+
+    async def think(
+        self,
+        ev: Evaluator,
+        *,
+        max_playouts: int | None,
+        deadline: float | None,
+        stop: Callable[[], bool] | None = None,
+        interval_s: float | None = None,
+        on_report: Callable[[], Awaitable[None]] | None = None,
+    ) -> int:
+        """Playouts on the synced position until ``max_playouts`` new ones,
+        ``deadline`` (``time.perf_counter``) or ``stop()`` returns True;
+        ``on_report`` is awaited every ``interval_s``. Playouts run in chunks
+        of about THINK_CHUNK_SECONDS between checks, and the loop yields to
+        the event loop after each chunk. Returns the playouts run."""
+        spent = 0
+        chunk = 1
+        next_report = time.perf_counter() + interval_s if interval_s else None
+        while True:
+            now = time.perf_counter()
+            if max_playouts is not None and spent >= max_playouts:
+                break
+            if deadline is not None and now >= deadline:
+                break
+            if stop is not None and stop():
+                break
+            if next_report is not None and now >= next_report:
+                if on_report is not None:
+                    await on_report()
+                next_report = max(next_report + interval_s, now + interval_s * 0.5)
+            k = chunk
+            if max_playouts is not None:
+                k = min(k, max_playouts - spent)
+            t = time.perf_counter()
+            before = self.root_visits()
+            await self.playouts(ev, k)
+            spent += max(1, self.root_visits() - before)  # collisions may end a round early
+            per = (time.perf_counter() - t) / k
+            chunk = max(1, min(THINK_MAX_CHUNK, int(THINK_CHUNK_SECONDS / max(per, 1e-7))))
+            await asyncio.sleep(0)
+        return spent
+
     # ---- whole searches --------------------------------------------------
     async def run(
         self,
         game: Game,
-        ev,
+        ev: Evaluator,
         playouts: int,
         *,
         noise: bool = False,
@@ -400,10 +494,7 @@ class Search:
         only legal move."""
         self.sync(game)
         n = game.size
-        spent = 0
-        if not self.root_expanded():
-            await self.playout(ev)
-            spent += 1
+        spent = await self.expand_root(ev)
         if not allow_pass:
             ban_root_actions(self.ws, self.nodes, self.edges, self._pass_action(n))
         if use_gumbel:
@@ -421,8 +512,7 @@ class Search:
             action, gumbel_policy = self._gumbel_result
             policy = gumbel_policy.astype(np.float32)
             if not game.is_legal(int(action)):  # an unvisited superko move: the best legal one
-                legal = game.legal_actions().astype(bool)
-                action = int(np.argmax(np.where(legal, visits + prior, -1.0)))
+                action = self.best_move(game)
         return SearchResult(int(action), visits, q, prior, policy, self.root_value(), spent, full_search, use_gumbel)
 
     def _pass_action(self, n: int) -> np.ndarray:
@@ -431,7 +521,7 @@ class Search:
             self._pass = np.array([n * n], dtype=np.int64)
         return self._pass
 
-    async def _gumbel(self, ev, budget: int, n: int) -> int:
+    async def _gumbel(self, ev: Evaluator, budget: int, n: int) -> int:
         """Sequential halving at the root; spends exactly ``budget`` playouts
         (fewer only if every considered move runs out). Sets
         ``self._gumbel_result`` to (action, improved policy)."""

@@ -94,7 +94,7 @@ def selfplay_edges(playouts: int, largest_board: int) -> tuple[int, int]:
     while it takes up to two thirds. The records (one per 32 edges) scale
     alike, and a search adds at most playouts + 1 of them, far less than
     ``room / 32`` from 7x7 up. Small pools stay in the CPU caches; 64 games
-    of 200,000 edges would touch 150 MB."""
+    of 200,000 edges would touch about 160 MB."""
     room = (playouts + 1) * (largest_board * largest_board + 1)
     return max(3 * room, SELFPLAY_MIN_EDGES), room
 

@@ -26,9 +26,8 @@ descend     one playout's way down: replay the root position on the scratch
             in a tree kept for another position) is closed (prior -1) and
             the descent starts again: each restart closes an edge for good,
             so a descent always ends.
-cache key   hash of the leaf's last eight positions, side to move and ko
-            point (odd, never 0): two leaves with the same key get the same
-            network output.
+cache key   ``infer/cache.cache_key``: two leaves with the same key get
+            the same network output.
 round       what one search does between two awaits: up to
             ``leaves_per_await`` descents in one compiled call
             (``descend_round``), whose leaves go to the batcher as one
@@ -38,7 +37,8 @@ round       what one search does between two awaits: up to
             are finished inside the round and cost no request.
 
 The descent encodes leaves with the encoder named by ``ws.encoder`` (see
-``encode_leaf``).
+``encode_leaf``), and leaves the side to move's idle points (``tree.py``)
+out of a leaf's moves where the encoding found them.
 """
 from __future__ import annotations
 
@@ -49,11 +49,15 @@ from numba import njit
 
 from ..go import board as B
 from ..features import encode_simple_v1
-from ..go.scoring import area_map
-from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3
-from ..infer.cache import cache_lookup, cache_store
+from ..go.scoring import area_outcome
+from ..sayuri.benson import pass_alive_idle
+from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3_reuse
+from ..sayuri.ladder import ladder_map_keep
+from ..infer.cache import cache_key, cache_lookup, cache_store
+from ..symmetry import permute_planes
+from .superko import repeats_position
 from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, TAIL,
-                   add_virtual_loss, backup, collect_moves, finish, in_game_table, new_node, transform_planes)
+                   add_virtual_loss, backup, collect_moves, finish, new_node)
 
 TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
 COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
@@ -130,63 +134,32 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
 
 
 @njit(cache=True)
-def _seen_before(w, h, depth: int) -> bool:
-    if in_game_table(w, h):
-        return True
-    for i in range(1, depth + 1):
-        if w.path_hash[i] == h:
-            return True
-    return False
+def encode_leaf(w, rec, out, depth: int) -> int:
+    """Encode the leaf ``rec`` into ``out`` with the workspace's encoder
+    (``w.encoder``, a ``features.Encoder.ident``) and write its idle points
+    (``tree.py``) into ``w.leaf_idle`` where they are known: from the
+    ``sayuri-v3`` encoder's own safe areas, and at the root (``depth`` 0)
+    for any encoder. Returns how many (0: none, or not looked for). The
+    compiled search names its encoders here: a numba function passed as an
+    argument costs microseconds per call, and a closure over one cannot be
+    cached on disk. A new encoder adds its branch.
 
-
-@njit(cache=True)
-def cache_key(rec) -> np.uint64:
-    """Hash of what the network sees: recent positions, side to move, ko."""
-    k = np.uint64(0x243F6A8885A308D3)
-    m = np.uint64(0x100000001B3)
-    depth = min(rec.move_num, B.HISTORY - 1)
-    for i in range(depth + 1):
-        h = rec.hist_hash[(rec.hist_pos - i) % B.HISTORY]
-        k = (k ^ h) * m
-    k ^= np.uint64(rec.to_move) * np.uint64(0x9E3779B97F4A7C15)
-    k ^= np.uint64(rec.ko) * np.uint64(0xC2B2AE3D27D4EB4F)
-    k ^= np.uint64(rec.n) * np.uint64(0x165667B19E3779F9)
-    return k | np.uint64(1)  # odd: never 0 (an empty cache slot), TERMINAL or COLLISION
-
-
-@njit(cache=True)
-def terminal_value(rec) -> float:
-    """Tromp-Taylor result for the side to move: +1 win, -1 loss, 0 jigo."""
-    n = rec.n
-    owner = np.empty(n * n, dtype=np.int8)
-    area_map(rec, owner)
-    s = 0.0
-    for i in range(n * n):
-        if owner[i] == B.BLACK:
-            s += 1.0
-        elif owner[i] == B.WHITE:
-            s -= 1.0
-    s -= rec.komi
-    if rec.to_move == B.WHITE:
-        s = -s
-    if s > 0:
-        return 1.0
-    if s < 0:
-        return -1.0
-    return 0.0
-
-
-@njit(cache=True)
-def encode_leaf(ident: int, rec, out) -> None:
-    """Encode ``rec`` into ``out`` with the encoder ``ident``
-    (``features.Encoder.ident``). The compiled search names its encoders
-    here: a numba function passed as an argument costs microseconds per
-    call, and a closure over one cannot be cached on disk. A new encoder
-    adds its branch."""
-    if ident == SAYURI_V3_IDENT:
-        encode_sayuri_v3(rec, out)
+    ``sayuri-v3`` reads its ladders with the root's read-outs
+    (``ladder.ladder_map_reuse``), made at the first leaf after
+    ``set_root``; the planes are those of ``encode_sayuri_v3``."""
+    if w.encoder == SAYURI_V3_IDENT:
+        cache = w.ladders
+        if cache.ready == 0:
+            tmp = np.empty(w.root.n * w.root.n, np.int8)
+            ladder_map_keep(w.root, tmp, cache)
+        k = encode_sayuri_v3_reuse(rec, out, cache, w.leaf_idle)
+        if depth > 0 or rec.scoring != 1:  # under territory scoring its planes have no safe areas
+            return k
     else:
         encode_simple_v1(rec, out)
+        if depth > 0:
+            return 0
+    return pass_alive_idle(rec, rec.to_move, w.leaf_idle)
 
 
 @njit(cache=True)
@@ -238,7 +211,7 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
                 break
             B.play(rec, p)
             h = rec.hash
-            if p != B.PASS and _seen_before(w, h, depth):
+            if p != B.PASS and repeats_position(w.game_table, w.game_mask, w.path_hash, h, depth):
                 # superko: this child can never be played; choose again
                 edges[e].prior = -1.0
                 restart = True
@@ -261,22 +234,20 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
             continue
         w.depths[leaf_slot] = depth
         if terminal:
-            v = terminal_value(rec)
-            w.terminal_value = v
-            backup(ws, nodes, leaf_slot, v, False)
+            backup(ws, nodes, leaf_slot, area_outcome(rec), False)
             return np.uint64(TERMINAL)
-        if nodes[node].nchild == 0 or widen:
-            collect_moves(ws, leaf_slot)
         w.leaf_widen[leaf_slot] = 1 if widen else 0
         nodes[node].state = PENDING
         add_virtual_loss(ws, nodes, leaf_slot)
-        encode_leaf(w.encoder, rec, planes[slot])
+        idle = encode_leaf(w, rec, planes[slot], depth)
+        if nodes[node].nchild == 0 or widen:
+            collect_moves(ws, leaf_slot, idle > 0)
         key = cache_key(rec)
         sym = 0
         if w.params[P_RANDOM_SYMMETRY] > 0.0:
             sym = np.random.randint(0, 8)
             if sym != 0:
-                transform_planes(ws, planes, slot, sym, rec.n)
+                permute_planes(planes[slot], w.sym_map[sym], w.sym_buf)
                 key ^= np.uint64(sym) * np.uint64(0xD6E8FEB86659FD92) & ~np.uint64(1)
         w.leaf_sym[leaf_slot] = sym
         w.leaf_key[leaf_slot] = key

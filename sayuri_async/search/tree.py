@@ -63,6 +63,16 @@ symmetry    with random symmetry on, each leaf is shown to the network in one
 value       in ``[-1, 1]`` for the side to move at a node (win minus loss);
             winrate = (value + 1) / 2.
 params      float64 vector indexed by the P_* constants (PUCT and FPU).
+idle points the side to move's empty points inside its own pass-alive
+            area with no opponent stone (``sayuri/benson.py``): no move
+            there can gain anything, and the search never plays one (pass
+            stays). The root's children never include one (``set_root``
+            closes kept edges there; its first expansion leaves them out);
+            below the root they are left out when the leaf's encoder found
+            them anyway (``sayuri-v3`` computes safe areas for its planes),
+            which is Sayuri's own rule; with ``simple-v1`` a Benson pass per
+            leaf would cost more than the rest of the leaf, so there only
+            the root is kept clean.
 
 The compiled functions here are shared by PUCT and Gumbel search: allocation,
 expansion from a policy row, backup and the pools' reset; ``root.py`` holds
@@ -75,11 +85,11 @@ import numpy as np
 from numba import njit
 
 from ..go import board as B
+from .superko import TABLE_SLOTS, fill_position_set
+from ..sayuri.benson import pass_alive_idle
+from ..sayuri.ladder import LADDER_CACHE_DTYPE
 
 MAX_DEPTH = 512
-MAX_GAME_POSITIONS = 2048
-GAME_TABLE = 4096  # open-addressing set of the game's position hashes (power of two)
-TABLE_SALT = np.uint64(0x9E3779B97F4A7C15)  # stored keys are hash ^ salt, so 0 marks a free slot
 MAX_LEAVES = 16  # leaves one search may have waiting on the network at once
 MAX_ACTIONS = B.MAX_N * B.MAX_N + 1
 SYM_BUF = 64 * B.MAX_N * B.MAX_N  # planes x points of the largest encoder and board
@@ -107,21 +117,21 @@ EDGE_DTYPE = np.dtype(  # 12 bytes
     align=True,
 )
 
-# params vector
-P_C_INIT, P_C_BASE, P_FPU_REDUCTION, P_FPU_ROOT, P_MAX_MOVES_FACTOR, P_RANDOM_SYMMETRY = 0, 1, 2, 3, 4, 5
-P_EDGES_PER_EXPANSION = 6  # edges a non-root expansion writes (0: one per legal move)
-N_PARAMS = 8
+# ws.params: the search settings the compiled code reads (SearchConfig.params)
+P_C_INIT, P_C_BASE, P_FPU_REDUCTION, P_FPU_ROOT = 0, 1, 2, 3  # PUCT and first-play urgency
+P_RANDOM_SYMMETRY = 4  # > 0: each leaf is shown in a random symmetry
+P_EDGES_PER_EXPANSION = 5  # edges a non-root expansion writes (0: one per legal move)
+N_PARAMS = 6
 
 WS_DTYPE = np.dtype(
     [
         ("root", B.BOARD_DTYPE),
         ("scratch", B.BOARD_DTYPE),
-        ("game_table", np.uint64, (GAME_TABLE,)),
+        ("game_table", np.uint64, (TABLE_SLOTS,)),  # the game's positions (superko.py's position set)
         ("paths", np.int32, (MAX_LEAVES, MAX_DEPTH)),
         ("path_hash", np.uint64, (MAX_DEPTH,)),
         ("params", np.float64, (N_PARAMS,)),
-        ("n_game_hash", np.int32),  # positions in game_table
-        ("game_mask", np.int32),  # game_table slots in use - 1 (a power of two - 1)
+        ("game_mask", np.int32),  # the position set's mask: game_table slots in use - 1
         ("depths", np.int32, (MAX_LEAVES,)),
         ("leaf_sym", np.int32, (MAX_LEAVES,)),  # symmetry the leaf was shown to the network in
         ("sym_map", np.int16, (8, MAX_ACTIONS)),  # sym_map[k, a]: where action a goes under symmetry k
@@ -138,7 +148,8 @@ WS_DTYPE = np.dtype(
         ("leaf_widen", np.int8, (MAX_LEAVES,)),  # 1: the leaf is an expanded node that gets more edges
         ("prior_buf", np.float32, (MAX_ACTIONS,)),  # the expanding leaf's priors, in leaf_moves order
         ("action_mark", np.uint8, (MAX_ACTIONS,)),  # scratch: actions that have an edge already (widen)
-        ("terminal_value", np.float64),
+        ("leaf_idle", np.uint8, (MAX_ACTIONS,)),  # the leaf's idle points (see "idle points"); pass never
+        ("ladders", LADDER_CACHE_DTYPE),  # the root's ladder read-outs (sayuri-v3 leaves reuse them)
     ],
     align=True,
 )
@@ -154,44 +165,6 @@ def new_nodes(capacity: int) -> np.ndarray:
 
 def new_edges(capacity: int) -> np.ndarray:
     return np.zeros(capacity, dtype=EDGE_DTYPE)
-
-
-@njit(cache=True)
-def build_game_table(ws, hashes) -> None:
-    """Fill the workspace's set of earlier positions from ``hashes``. The
-    set uses the smallest power-of-two part of ``game_table`` at least twice
-    the positions (64 slots at least): a probe in a small table stays in the
-    CPU cache, and every move a descent plays probes it."""
-    w = ws[0]
-    table = w.game_table
-    n = min(hashes.shape[0], MAX_GAME_POSITIONS)
-    size = 64
-    while size < 2 * n and size < table.shape[0]:
-        size *= 2
-    mask = size - 1
-    for i in range(size):
-        table[i] = 0
-    for i in range(hashes.shape[0] - n, hashes.shape[0]):
-        key = hashes[i] ^ TABLE_SALT
-        j = np.int64(key & np.uint64(mask))
-        while table[j] != 0 and table[j] != key:
-            j = (j + 1) & mask
-        table[j] = key
-    w.n_game_hash = n
-    w.game_mask = mask
-
-
-@njit(cache=True)
-def in_game_table(w, h) -> bool:
-    table = w.game_table
-    mask = w.game_mask
-    key = h ^ TABLE_SALT
-    j = np.int64(key & np.uint64(mask))
-    while table[j] != 0:
-        if table[j] == key:
-            return True
-        j = (j + 1) & mask
-    return False
 
 
 @njit(cache=True)
@@ -238,17 +211,56 @@ def set_root(ws, nodes, edges, arr, hashes, max_moves: int, keep: bool, edge_roo
     if not keep or w.edges_used + edge_room > edges.shape[0] or w.nodes_used + node_room > nodes.shape[0]:
         tree_reset(ws, nodes)
     B.copy_board(w.root, arr[0])
-    build_game_table(ws, hashes)
+    w.game_mask = fill_position_set(w.game_table, hashes)
     w.max_moves = max_moves
+    w.ladders.ready = 0  # the root's read-outs are made at its first leaf
+    close_idle_root_edges(ws, nodes, edges)
 
 
 @njit(cache=True)
-def collect_moves(ws, leaf_slot: int) -> int:
+def close_idle_root_edges(ws, nodes, edges) -> int:
+    """Give the root's edges at its idle points prior -1 (a kept tree may
+    have them: its positions were expanded below an earlier root). Returns
+    how many were closed."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    if root.nchild == 0:
+        return 0
+    rec = w.root
+    nn = rec.n * rec.n
+    idle = w.leaf_idle
+    if pass_alive_idle(rec, rec.to_move, idle) == 0:
+        return 0
+    closed = 0
+    for i in range(root.first, root.first + root.nchild):
+        a = edges[i].action
+        if 0 <= a < nn and idle[a] and edges[i].prior >= 0.0:
+            edges[i].prior = -1.0
+            closed += 1
+    if closed and root.ordered > 0:
+        root.ordered = 0
+    return closed
+
+
+@njit(cache=True)
+def collect_moves(ws, leaf_slot: int, skip_idle: bool) -> int:
     """List the scratch board's simple-legal actions (pass last) in
     ``ws.leaf_moves[leaf_slot]``: the children the leaf gets when its
-    priors arrive. Returns how many."""
+    priors arrive; with ``skip_idle`` none of ``ws.leaf_idle``'s points.
+    Returns how many."""
     w = ws[0]
-    k = B.list_legal_actions(w.scratch, w.leaf_moves[leaf_slot])
+    moves = w.leaf_moves[leaf_slot]
+    k = B.list_legal_actions(w.scratch, moves)
+    if skip_idle:
+        idle = w.leaf_idle
+        nn = w.scratch.n * w.scratch.n
+        j = 0
+        for i in range(k):
+            a = moves[i]
+            if a >= nn or not idle[a]:
+                moves[j] = a
+                j += 1
+        k = j
     w.leaf_nmoves[leaf_slot] = k
     return k
 
@@ -403,29 +415,6 @@ def widen(ws, nodes, edges, node: int, leaf_slot: int, policy, row: int, sym: in
     nd.ordered = 0 if is_root else n
     w.edges_used = first + n
     return n - old
-
-
-@njit(cache=True)
-def transform_planes(ws, planes, slot: int, sym: int, n: int) -> None:
-    """Apply symmetry ``sym`` to ``planes[slot]`` (``[C, N, N]``) in place."""
-    w = ws[0]
-    buf = w.sym_buf
-    smap = w.sym_map[sym]
-    out = planes[slot]
-    c_count = out.shape[0]
-    nn = n * n
-    for c in range(c_count):
-        pc = out[c]
-        base = c * nn
-        for y in range(n):
-            for x in range(n):
-                buf[base + y * n + x] = pc[y, x]
-    for c in range(c_count):
-        pc = out[c]
-        base = c * nn
-        for a in range(nn):
-            t = smap[a]
-            pc[t // n, t % n] = buf[base + a]
 
 
 @njit(cache=True)

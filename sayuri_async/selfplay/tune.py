@@ -94,25 +94,25 @@ class Result:
     stable: bool = False
     error: str = ""
 
-    def _vals(self, key: str) -> list[float]:
+    def values(self, key: str) -> list[float]:
         return [getattr(s, key) for s in self.samples if getattr(s, key) is not None]
 
     def mean(self, key: str = "evals_s") -> float:
-        v = self._vals(key)
+        v = self.values(key)
         return statistics.fmean(v) if v else float("nan")
 
     @property
     def stdev(self) -> float:
-        v = self._vals("evals_s")
+        v = self.values("evals_s")
         return statistics.stdev(v) if len(v) > 1 else 0.0
 
     @property
     def lo(self) -> float:
-        return min(self._vals("evals_s"), default=float("nan"))
+        return min(self.values("evals_s"), default=float("nan"))
 
     @property
     def hi(self) -> float:
-        return max(self._vals("evals_s"), default=float("nan"))
+        return max(self.values("evals_s"), default=float("nan"))
 
     @property
     def ok(self) -> bool:
@@ -333,7 +333,7 @@ def write_csv(results: list[Result], path: Path) -> None:
         w.writerow(CSV_FIELDS)
         for r in results:
             p = r.point
-            drv = r.mean("driver_util") if r._vals("driver_util") else None
+            drv = r.mean("driver_util") if r.values("driver_util") else None
             w.writerow([p.procs, p.parallel_games, p.batch_size, _f(r.mean(), ".1f"), _f(r.stdev, ".1f"),
                         _f(r.lo, ".1f"), _f(r.hi, ".1f"), r.windows, int(r.stable), _f(r.mean("avg_batch"), ".2f"),
                         _f(r.mean("batch_fill"), ".4f"), _f(r.mean("efficiency"), ".4f"),
@@ -386,7 +386,7 @@ def draw_png(results: list[Result], path: Path, leaves_per_await: int = 1, dev: 
 
 
 def _pct(r: Result, key: str) -> str:
-    return f"{r.mean(key):.0%}" if r._vals(key) else "n/a"
+    return f"{r.mean(key):.0%}" if r.values(key) else "n/a"
 
 
 def results_table(results: list[Result], best: Result | None, dev: str = "GPU"):
@@ -417,7 +417,7 @@ def recommendation_lines(best: Result | None, close: list[Result], dev: str = "G
     if best is None:
         return ["no point was measured: no recommendation"]
     p = best.point
-    eff = f", device efficiency {best.mean('efficiency'):.0%}" if best._vals("efficiency") else ""
+    eff = f", device efficiency {best.mean('efficiency'):.0%}" if best.values("efficiency") else ""
     lines = [f"recommended: --procs {p.procs} --parallel-games {p.parallel_games} --batch-size {p.batch_size}  "
              f"({best.mean():.0f} evals/s, stdev {best.stdev:.0f}{eff}, {dev} busy {best.mean('gpu_busy'):.0%})"]
     if not best.stable:

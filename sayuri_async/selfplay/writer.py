@@ -7,63 +7,39 @@ ChunkWriter  collects GameRecords per board size and writes a chunk (the
              games and on ``close()``; every file goes through a temporary
              name (``fileio.atomic_path``) and never replaces an existing
              file: a name already taken moves on to the next serial.
-chunk name   ``chunk-<generation>-<tag>-<serial>.npz``: the generation of the
-             network that played (six digits; the RL loop's counter, 0
-             outside it), then ``tag`` to tell processes and runs apart (the
+chunk name   ``chunk-<generation>-<tag>-<serial>.npz`` (``chunkfile.chunk_name``):
+             the generation of the network that played (six digits; the RL
+             loop's counter, 0 outside it), then ``tag`` to tell processes and runs apart (the
              runner makes it ``<run stamp>-p<i>``, see ``fileio.run_stamp``),
              then a serial from 1. SGF files are
              ``game-<generation>-<tag>-<game serial>.sgf``.
-read_chunk   loads and checks a chunk: any missing key, wrong dtype or shape
-             raises ChunkError naming the file and the problem. The optional
-             ``ownership_mask`` (``OPTIONAL_KEYS``) of older chunks that lack
-             it reads as all true.
+format       the chunk format itself (fields, header, checks, reading) is
+             ``sayuri_async/chunkfile.py``'s; this module turns GameRecords
+             into its arrays (``records_to_arrays``).
 """
 from __future__ import annotations
 
-import json
 import os
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from ..fileio import NameTaken, atomic_path, clean_stale_temps
+from ..chunkfile import make_meta, write_chunk, write_new_chunk, zeros
+from ..fileio import NameTaken, clean_stale_temps
 from ..go import board as B
 from ..go.sgf import SgfInfo, save_sgf_file
 from ..sayuri.targets import term_averages
 from .game import GameRecord
 
-FORMAT = "sayuri-async-chunk"
-VERSION = 1
-
-
-class ChunkError(ValueError):
-    """A chunk file that cannot be used; the message names the file."""
-
 
 def records_to_arrays(records: list[GameRecord], planes: int) -> dict[str, np.ndarray]:
     """The per-position arrays of a chunk from finished games of one size."""
     n = records[0].size
-    a_count = n * n + 1
     rows = sum(len(r) for r in records)
-    packed = (n * n + 7) // 8
-    out = {
-        "planes": np.zeros((rows, planes, packed), dtype=np.uint8),
-        "policy": np.zeros((rows, a_count), dtype=np.float16),
-        "next_action": np.full(rows, -1, dtype=np.int16),
-        "action": np.zeros(rows, dtype=np.int16),
-        "wdl": np.zeros((rows, 3), dtype=np.float32),
-        "score": np.zeros(rows, dtype=np.float32),
-        "ownership": np.zeros((rows, n * n), dtype=np.int8),
-        "to_move": np.zeros(rows, dtype=np.int8),
-        "komi": np.zeros(rows, dtype=np.float32),
-        "full_search": np.zeros(rows, dtype=bool),
-        "after_resign": np.zeros(rows, dtype=bool),
-        "game": np.zeros(rows, dtype=np.int32),
-        "root_value": np.zeros(rows, dtype=np.float32),
-        "q_avg": np.zeros((rows, 4), dtype=np.float32),  # root Q, then Sayuri's term averages of it
-        "ownership_mask": np.zeros(rows, dtype=bool),
-    }
+    names = ("planes", "policy", "action", "wdl", "score", "ownership", "to_move", "komi", "full_search",
+             "after_resign", "game", "root_value", "q_avg", "ownership_mask")
+    out = {k: zeros(k, rows, n, planes) for k in names}
+    out["next_action"] = np.full(rows, -1, dtype=np.int16)  # -1: the game's last position
     i = 0
     for gi, r in enumerate(records):
         m = len(r)
@@ -98,70 +74,13 @@ def records_to_arrays(records: list[GameRecord], planes: int) -> dict[str, np.nd
     return out
 
 
-def write_chunk(path: str | os.PathLike, records: list[GameRecord], encoder: str, planes: int, generator: str,
+def write_records(path: str | os.PathLike, records: list[GameRecord], encoder: str, planes: int, generator: str,
                 replace: bool = True) -> int:
     """Write one chunk atomically; returns the number of positions. With
     ``replace=False`` an existing ``path`` raises ``fileio.NameTaken``."""
     arrays = records_to_arrays(records, planes)
-    meta = {
-        "format": FORMAT,
-        "version": VERSION,
-        "encoder": encoder,
-        "planes": planes,
-        "board_size": records[0].size,
-        "games": len(records),
-        "generator": generator,
-    }
-    with atomic_path(path, replace=replace) as tmp:
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, meta=np.array(json.dumps(meta)), **arrays)
-    return int(arrays["action"].shape[0])
-
-
-_DTYPES = {
-    "planes": np.uint8, "policy": np.float16, "next_action": np.int16, "action": np.int16,
-    "wdl": np.float32, "score": np.float32, "ownership": np.int8, "to_move": np.int8,
-    "komi": np.float32, "full_search": np.bool_, "after_resign": np.bool_, "game": np.int32,
-    "root_value": np.float32,
-}
-OPTIONAL_KEYS = {"ownership_mask": np.bool_}  # absent in older chunks: all true
-
-
-def read_chunk(path: str | os.PathLike) -> tuple[dict, dict[str, np.ndarray]]:
-    """``(meta, arrays)`` of a chunk, checked against the documented schema."""
-    p = Path(path)
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise ChunkError(f"{p}: not a readable chunk ({e})") from None
-    if "meta" not in data:
-        raise ChunkError(f"{p}: no 'meta' entry")
-    try:
-        meta = json.loads(str(data.pop("meta")))
-    except json.JSONDecodeError as e:
-        raise ChunkError(f"{p}: meta is not JSON ({e})") from None
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise ChunkError(f"{p}: format {meta.get('format')!r} version {meta.get('version')!r} is not {FORMAT} {VERSION}")
-    n = int(meta["board_size"])
-    c = int(meta["planes"])
-    missing = set(_DTYPES) - set(data)
-    if missing:
-        raise ChunkError(f"{p}: missing arrays {sorted(missing)}")
-    m = data["action"].shape[0]
-    for k in OPTIONAL_KEYS:
-        data.setdefault(k, np.ones(m, dtype=bool))
-    shapes = {
-        "planes": (m, c, (n * n + 7) // 8), "policy": (m, n * n + 1), "wdl": (m, 3), "ownership": (m, n * n),
-    }
-    for k, dt in {**_DTYPES, **OPTIONAL_KEYS}.items():
-        arr = data[k]
-        if arr.dtype != dt:
-            raise ChunkError(f"{p}: array {k!r} has dtype {arr.dtype}, expected {np.dtype(dt)}")
-        want = shapes.get(k, (m,))
-        if arr.shape != want:
-            raise ChunkError(f"{p}: array {k!r} has shape {arr.shape}, expected {want}")
-    return meta, data
+    meta = make_meta(encoder, planes, records[0].size, len(records), generator)
+    return write_chunk(path, meta, arrays, replace=replace)
 
 
 def clean_stale_temp(out_dir: str | os.PathLike) -> int:
@@ -171,7 +90,7 @@ def clean_stale_temp(out_dir: str | os.PathLike) -> int:
     return sum(len(clean_stale_temps(Path(out_dir) / sub)) for sub in ("data", "sgf"))
 
 
-NAME_TRIES = 10_000  # serials tried past taken names before giving up
+NAME_TRIES = 10_000  # SGF serials tried past taken names before giving up
 
 
 class ChunkWriter:
@@ -217,17 +136,10 @@ class ChunkWriter:
         recs = self._pending.pop(size, [])
         if not recs:
             return
-        for _ in range(NAME_TRIES):
-            self._serial += 1
-            path = self.data_dir / f"chunk-{self.generation:06d}-{self.tag}-{self._serial:06d}.npz"
-            try:
-                self.positions_written += write_chunk(path, recs, self.encoder, self.planes, self.generator,
-                                                      replace=False)
-                break
-            except NameTaken:
-                continue
-        else:
-            raise NameTaken(f"{self.data_dir}: {NAME_TRIES} chunk names of tag {self.tag} are taken")
+        arrays = records_to_arrays(recs, self.planes)
+        meta = make_meta(self.encoder, self.planes, size, len(recs), self.generator)
+        _, self._serial = write_new_chunk(self.data_dir, self.generation, self.tag, self._serial + 1, meta, arrays)
+        self.positions_written += int(arrays["action"].shape[0])
         self.chunks_written += 1
 
     def close(self) -> None:

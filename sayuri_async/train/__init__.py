@@ -2,12 +2,18 @@
 
 Vocabulary (each module's docstring says more):
   config      ``config.py``: the TOML file (``configs/train-*.toml``) as dataclasses.
-  dataset     ``dataset.py``: chunk reading and checking, the replay window,
+  dataset     ``dataset.py``: listing chunks (read through ``chunkfile.py``), the replay window,
               the sharded, shuffled, augmented batch stream.
   losses      ``losses.py``: the five loss terms and their weighted sum.
   schedule    ``schedule.py``: warm-up plus piecewise-constant learning rate,
               counted in samples, and the batch-size rule.
-  trainer     ``trainer.py``: the loop, DDP, EMA/SWA, logging.
+  trainer     ``trainer.py``: the loop, DDP, the data window, saving and resuming its state.
+  step        ``step.py``: the optimizer and one update on one batch.
+  averaging   ``averaging.py``: EMA/SWA of the weights (what is exported).
+  progress    ``progress.py``: messages, warnings, the progress bar, the log rows.
+  runfolder   ``runfolder.py``: a fresh start refuses an earlier run's folder; stale temporaries.
+  errors      ``errors.py``: TrainError and the user errors among them.
+  distributed ``distributed.py``: the process group, the device, RNG states.
   checkpoint  ``checkpoint.py``: atomic checkpoints, weight exports, the CSV log.
   cli         ``cli.py``: ``sayuri-async train`` (also ``python -m sayuri_async.train``).
   plot        ``plot.py``: ``sayuri-async plot``, PNG curves from the CSV log.

@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         check_device(cfg.run.device, named("--device", "run", "device", args.device))
     if int(os.environ.get("RANK", "0")) == 0:
         output_folder(cfg.run.out, named("--out", "run", "out", args.out))
-    from sayuri_async.train.trainer import TrainError, train
+    from sayuri_async.train.errors import TrainError
+    from sayuri_async.train.trainer import train
 
     resume: bool | str = True if args.resume else ("auto" if args.auto_resume else False)
     try:

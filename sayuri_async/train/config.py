@@ -14,7 +14,9 @@ type and range; anything else raises :class:`ConfigError` naming the file and
 the key, so a typo never silently falls back to a default. Each section checks
 its ranges in ``__post_init__`` (the one style of ``sayuri_async.configfile``),
 so no section can exist with a bad value. ``[model]`` is
-checked against the network's ``NetConfig`` (``sayuri_async.net.model``).
+checked against the network's ``NetConfig`` (``sayuri_async.net.model``), or,
+with ``architecture = "sayuri"``, against :class:`SayuriModelConfig`: a new
+network of Sayuri's architecture (``sayuri_async.sayuri.model``).
 """
 from __future__ import annotations
 
@@ -90,7 +92,7 @@ class ScheduleConfig:
     warmup: int = 2_000
     boundaries: list[int] = field(default_factory=lambda: [512_000, 1_024_000, 1_536_000, 2_048_000])
     rates: list[float] = field(default_factory=lambda: [0.005, 0.0025, 0.001, 0.0005, 0.0003])
-    lr_scaling: Literal["linear", "sqrt", "none"] = "linear"
+    lr_scaling: Literal["linear", "sqrt", "inverse", "none"] = "linear"
     total: int = 2_560_000
 
     def __post_init__(self) -> None:
@@ -166,6 +168,42 @@ class RunConfig:
 
 
 @dataclass
+class SayuriModelConfig:
+    """``[model]`` of a new Sayuri network (``architecture = "sayuri"``):
+    ``blocks`` blocks of one ``block_kind``, each with an SE unit of ``se``
+    channels when ``se`` > 0; it reads the ``sayuri-v3`` planes (43)."""
+    architecture: Literal["sayuri"] = "sayuri"
+    version: int = 5
+    blocks: int = 6
+    channels: int = 96
+    block_kind: Literal["residual", "bottleneck", "nested-bottleneck"] = "residual"
+    inner: int = 0  # a bottleneck's inner channels (0: channels / 2)
+    se: int = 0
+    policy_channels: int = 32
+    value_channels: int = 32
+    activation: Literal["identity", "relu", "elu", "selu", "gelu", "mish", "swish", "hardswish"] = "relu"
+
+    def __post_init__(self) -> None:
+        require(3 <= self.version <= 5, "version", "must be 3, 4 or 5 (the 43-plane versions)")
+        require(1 <= self.blocks <= 64, "blocks", "must be between 1 and 64")
+        require(1 <= self.channels <= 1024, "channels", "must be between 1 and 1024")
+        require(0 <= self.inner <= self.channels, "inner", "must be between 0 (channels / 2) and channels")
+        require(self.inner == 0 or self.block_kind != "residual", "inner", "applies to bottleneck blocks only")
+        require(0 <= self.se <= 4 * self.channels, "se", "must be 0 (no SE unit) up to 4 x channels")
+        at_least(self, 1, "policy_channels", "value_channels")
+
+    def network_config(self) -> dict[str, Any]:
+        """The ``SayuriConfig`` dict of this network (what checkpoints and exports hold)."""
+        from sayuri_async.sayuri.model import SayuriConfig
+
+        inner = 0 if self.block_kind == "residual" else (self.inner or max(1, self.channels // 2))
+        blocks = [{"kind": self.block_kind, "inner": inner, "se": self.se} for _ in range(self.blocks)]
+        return SayuriConfig(version=self.version, channels=self.channels, blocks=blocks,
+                            policy_channels=self.policy_channels, value_channels=self.value_channels,
+                            activation=self.activation).to_dict()
+
+
+@dataclass
 class TrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     model: dict[str, Any] = field(default_factory=dict)
@@ -225,7 +263,9 @@ def from_dict(raw: dict[str, Any], source: str = "<dict>", check_model: bool = T
     cfg = TrainConfig(source=source)
     check_tables(raw, ["model", *SECTIONS], source)
     for section, table in raw.items():
-        if section == "model":
+        if section == "model" and table.get("architecture") == "sayuri":
+            cfg.model = fill(SayuriModelConfig, table, source, "model").network_config()
+        elif section == "model":
             try:
                 cfg.model = check_model_table(table) if check_model else dict(table)
             except Bad as e:

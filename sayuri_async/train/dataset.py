@@ -1,6 +1,6 @@
 """Reading self-play chunks and streaming shuffled, augmented training batches.
 
-Vocabulary (the chunk format itself is ``docs/data-format.md``):
+Vocabulary (the chunk format itself is ``docs/data-format.md`` and ``chunkfile.py``):
   chunk     one ``.npz`` file of positions of one board size.
   window    the newest chunks holding about ``window_size(total)`` positions,
             the rest of the data set being too old to train on; chosen once when
@@ -20,23 +20,21 @@ Vocabulary (the chunk format itself is ``docs/data-format.md``):
             position of the last batch it consumed from each shard, so
             ``--resume`` replays nothing and skips nothing.
 
-Bad chunks (truncated, wrong shapes, wrong format or size) are skipped with a
-warning naming the file; the warning travels with the next batch so the
-training process prints it.
+Chunks are read and checked by ``sayuri_async/chunkfile.py`` (the format's
+one home). Bad chunks (truncated, wrong shapes, wrong format or size) are
+skipped with a warning naming the file; the warning travels with the next
+batch so the training process prints it.
 
-Optional targets (``OPTIONAL``: ``opp_policy``, ``q_avg``, ``score_avg``,
-``stddev``, ``policy_kld``; ``docs/data-format.md``) are checked when a chunk
-has them. A chunk without ``opp_policy`` gets the one-hot of its
+Optional targets (``chunkfile.OPTIONAL``: ``opp_policy``, ``q_avg``,
+``score_avg``, ``stddev``, ``policy_kld``) are checked when a chunk has them.
+A chunk without ``opp_policy`` gets the one-hot of its
 ``next_action``; missing Q and score averages (absent, or NaN in a row) come
 to the losses as zero with a zero mask, never as invented values.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -44,13 +42,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-CHUNK_FORMAT = "sayuri-async-chunk"
-CHUNK_VERSION = 1
-_NAME = re.compile(r"chunk-(\d+)-")
-
-
-class ChunkError(Exception):
-    """A chunk that cannot be used; the message starts with its file name."""
+from sayuri_async.chunkfile import ChunkError, generation_of, peek_chunk, read_chunk
 
 
 @dataclass(frozen=True)
@@ -59,176 +51,6 @@ class ChunkInfo:
     positions: int
     generation: int
     mtime: float
-
-
-def _expected(n: int, c: int, m: int) -> dict[str, tuple[tuple[int, ...], str]]:
-    a = n * n + 1
-    return {
-        "planes": ((m, c, (n * n + 7) // 8), "u"),
-        "policy": ((m, a), "f"),
-        "next_action": ((m,), "i"),
-        "action": ((m,), "i"),
-        "wdl": ((m, 3), "f"),
-        "score": ((m,), "f"),
-        "ownership": ((m, n * n), "i"),
-        "to_move": ((m,), "i"),
-        "komi": ((m,), "f"),
-        "full_search": ((m,), "b"),
-        "after_resign": ((m,), "b"),
-        "game": ((m,), "i"),
-        "root_value": ((m,), "f"),
-    }
-
-
-def _optional(n: int, m: int) -> dict[str, tuple[tuple[int, ...], str]]:
-    return {
-        "opp_policy": ((m, n * n + 1), "f"),
-        "q_avg": ((m, 4), "f"),
-        "score_avg": ((m, 4), "f"),
-        "stddev": ((m, 2), "f"),
-        "policy_kld": ((m,), "f"),
-    }
-
-
-OPTIONAL = tuple(_optional(2, 0))
-
-
-MAX_CHUNK_BYTES = 1 << 30  # a chunk's arrays, uncompressed: 50 games of 19x19 take about 150 MB
-
-
-def position_bytes_bound(n: int, c: int) -> int:
-    """At most what one position of an ``n``x``n`` chunk with ``c`` planes
-    can take uncompressed: every array at 8 bytes a value (the real dtypes
-    take less), the bit-packed planes as they are; the optional arrays
-    (``opp_policy`` another row of actions, the averages) included."""
-    return c * ((n * n + 7) // 8) + 8 * (2 * (n * n + 1) + n * n + 32)
-
-
-def check_chunk_sizes(z: zipfile.ZipFile, path: str | os.PathLike, positions: int, action_itemsize: int,
-                      meta: dict[str, Any]) -> None:
-    """ChunkError unless the sizes in the zip directory fit what the header
-    claims: the ``action`` array holds its ``positions``, and the arrays
-    together take at most ``position_bytes_bound`` a position (and
-    ``MAX_CHUNK_BYTES`` in all) uncompressed. Checked before anything is
-    decompressed, so a lying header or a zip bomb costs no memory."""
-    try:
-        n, c = int(meta["board_size"]), int(meta["planes"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise ChunkError(f"{path}: meta lacks board_size/planes ({e})") from None
-    if not (2 <= n <= 25 and 1 <= c <= 4096):
-        raise ChunkError(f"{path}: meta claims board size {n} and {c} planes (2..25, 1..4096)")
-    held = z.getinfo("action.npy").file_size
-    if positions * action_itemsize > held:
-        raise ChunkError(f"{path}: header claims {positions:,} positions, its action array holds "
-                         f"{held:,} bytes")
-    total = sum(i.file_size for i in z.infolist())
-    bound = min(MAX_CHUNK_BYTES, positions * position_bytes_bound(n, c) + (1 << 20))
-    if total > bound:
-        raise ChunkError(f"{path}: {total:,} bytes uncompressed for {positions:,} positions of {n}x{n}, "
-                         f"more than the {bound:,} such a chunk can take")
-
-
-def peek_chunk(path: str | os.PathLike) -> tuple[int, dict[str, Any]]:
-    """``(positions, meta)`` of a chunk without decompressing its arrays.
-
-    Positions come from the ``action`` array's header, meta from the small
-    ``meta`` entry; a truncated zip (its directory is at the end) fails here,
-    and so do sizes that do not fit the header (``check_chunk_sizes``).
-    """
-    try:
-        with zipfile.ZipFile(path) as z:
-            with z.open("action.npy") as f:
-                version = np.lib.format.read_magic(f)
-                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                        else np.lib.format.read_array_header_2_0)
-                shape, _, dtype = read(f)
-            if z.getinfo("meta.npy").file_size > (1 << 20):
-                raise ChunkError(f"{path}: its meta entry is over 1 MiB")
-            with z.open("meta.npy") as f:
-                meta = json.loads(str(np.lib.format.read_array(f, allow_pickle=False)[()]))
-            if len(shape) != 1:
-                raise ChunkError(f"{path}: 'action' has shape {shape}, expected [M]")
-            if not isinstance(meta, dict):
-                raise ChunkError(f"{path}: 'meta' is not a JSON object")
-            check_chunk_sizes(z, path, int(shape[0]), dtype.itemsize, meta)
-    except ChunkError:
-        raise
-    except Exception as e:  # truncated zip, missing member, bad header, bad JSON
-        raise ChunkError(f"{path}: cannot read chunk header ({type(e).__name__}: {e})") from None
-    return int(shape[0]), meta
-
-
-def peek_positions(path: str | os.PathLike) -> int:
-    """Position count of a chunk (see :func:`peek_chunk`)."""
-    return peek_chunk(path)[0]
-
-
-def read_chunk(path: str | os.PathLike, board_size: int | None = None,
-               encoder: str | None = None, planes: int | None = None) -> dict[str, Any]:
-    """Load and check one chunk; returns its arrays plus ``meta`` (a dict).
-
-    Raises :class:`ChunkError` (message starting with the file name) when the
-    file is unreadable, has the wrong format or version, a missing or
-    misshapen array, non-finite targets, or does not match the wanted board
-    size, encoder or plane count.
-    """
-    peek_chunk(path)  # sizes checked before anything is decompressed
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except Exception as e:
-        raise ChunkError(f"{path}: unreadable ({type(e).__name__}: {e})") from None
-    if "meta" not in arrays:
-        raise ChunkError(f"{path}: no 'meta' entry")
-    try:
-        meta = json.loads(str(arrays.pop("meta")[()]))
-    except (ValueError, TypeError) as e:
-        raise ChunkError(f"{path}: 'meta' is not JSON ({e})") from None
-    if not isinstance(meta, dict) or meta.get("format") != CHUNK_FORMAT:
-        raise ChunkError(f"{path}: meta.format is not {CHUNK_FORMAT!r}")
-    if meta.get("version") != CHUNK_VERSION:
-        raise ChunkError(f"{path}: meta.version {meta.get('version')!r} is not {CHUNK_VERSION}")
-    try:
-        n, c = int(meta["board_size"]), int(meta["planes"])
-        meta_encoder = str(meta["encoder"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise ChunkError(f"{path}: meta lacks board_size/planes/encoder ({e})") from None
-    if board_size is not None and n != board_size:
-        raise ChunkError(f"{path}: board size {n}, training {board_size}")
-    if encoder is not None and meta_encoder != encoder:
-        raise ChunkError(f"{path}: encoder {meta_encoder!r}, the network uses {encoder!r}")
-    if planes is not None and c != planes:
-        raise ChunkError(f"{path}: {c} planes, the network takes {planes}")
-    if "action" not in arrays:
-        raise ChunkError(f"{path}: no 'action' array")
-    m = int(arrays["action"].shape[0]) if arrays["action"].ndim == 1 else -1
-    optional = _optional(n, m)
-    for key, (shape, kind) in {**_expected(n, c, m), **optional}.items():
-        if key not in arrays:
-            if key in optional:
-                continue
-            raise ChunkError(f"{path}: no {key!r} array")
-        a = arrays[key]
-        if a.shape != shape:
-            raise ChunkError(f"{path}: {key!r} has shape {list(a.shape)}, expected {list(shape)}")
-        if a.dtype.kind != kind:
-            raise ChunkError(f"{path}: {key!r} has dtype {a.dtype}, expected kind {kind!r}")
-    a_count = n * n + 1
-    for key in ("policy", "wdl", "score"):
-        if not np.isfinite(arrays[key]).all():
-            raise ChunkError(f"{path}: {key!r} holds non-finite values")
-    if "opp_policy" in arrays and not np.isfinite(arrays["opp_policy"]).all():
-        raise ChunkError(f"{path}: 'opp_policy' holds non-finite values")
-    if ((arrays["next_action"] < -1) | (arrays["next_action"] >= a_count)).any():
-        raise ChunkError(f"{path}: 'next_action' out of range")
-    if (np.abs(arrays["ownership"]) > 1).any():
-        raise ChunkError(f"{path}: 'ownership' outside -1..1")
-    mask = arrays.setdefault("ownership_mask", np.ones(m, dtype=bool))  # optional: older chunks lack it
-    if mask.shape != (m,) or mask.dtype.kind != "b":
-        raise ChunkError(f"{path}: 'ownership_mask' has shape {list(mask.shape)} and dtype {mask.dtype}, "
-                         f"expected [{m}] bool")
-    arrays["meta"] = meta
-    return arrays
 
 
 def list_chunks(data_dir: str | os.PathLike, board_size: int | None = None
@@ -255,8 +77,7 @@ def list_chunks(data_dir: str | os.PathLike, board_size: int | None = None
         if board_size is not None and meta.get("board_size") != board_size:
             other_sizes[meta.get("board_size")] = other_sizes.get(meta.get("board_size"), 0) + 1
             continue
-        m = _NAME.match(path.name)
-        found.append(ChunkInfo(str(path), positions, int(m.group(1)) if m else -1, mtime))
+        found.append(ChunkInfo(str(path), positions, generation_of(path.name), mtime))
     found.sort(key=lambda c: (c.generation, c.mtime, c.path))
     if other_sizes:
         found_sizes = ", ".join(f"{k} of {n}x{n}" for n, k in sorted(other_sizes.items(), key=lambda kv: str(kv[0])))
@@ -462,8 +283,6 @@ def training_arrays(arrays: dict[str, Any], keep: slice) -> dict[str, np.ndarray
     for key in ("q_avg", "score_avg"):
         if key not in out:
             out[key] = np.full((m, 4), np.nan, np.float32)
-    if "ownership_mask" not in out:  # chunks written before it: every row's ownership is known
-        out["ownership_mask"] = np.ones(m, dtype=bool)
     return out
 
 

@@ -8,6 +8,8 @@ Vocabulary:
                 object, on every rank (both plain pass-through alone).
   rng state     torch's, Python's and (where present) CUDA's generators, saved
                 per rank in checkpoints so a resumed run draws the same numbers.
+  device        ``pick_device``: ``run.device`` for this process ("auto": CUDA
+                when torch sees a GPU; "cuda": the GPU of its local rank).
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+
+from sayuri_async.train.errors import TrainError
 
 
 @dataclass(frozen=True)
@@ -72,3 +76,16 @@ def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def pick_device(name: str, local_rank: int) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda":
+        name = f"cuda:{local_rank}"
+    device = torch.device(name)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise TrainError("run.device asks for CUDA but torch sees no GPU")
+        torch.cuda.set_device(device)
+    return device

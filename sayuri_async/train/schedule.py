@@ -9,7 +9,9 @@ Vocabulary:
               are given at that batch.
   scale       the factor applied to every configured rate for the batch really
               used: ``B / B_ref`` (``lr_scaling = "linear"``), ``sqrt(B / B_ref)``
-              (``"sqrt"``) or 1 (``"none"``).
+              (``"sqrt"``), ``B_ref / B`` (``"inverse"``: doubling the batch
+              halves the rate, the rule the Sayuri workflow's schedule comes
+              with, ``configs/sayuri-*.toml``) or 1 (``"none"``).
 
 The batch-size rule, applied here so nobody redoes the arithmetic by hand:
   * a boundary given in steps at the reference batch is ``steps * B_ref``
@@ -94,6 +96,8 @@ def lr_scale(rule: str, batch: int, reference_batch: int) -> float:
         return batch / reference_batch
     if rule == "sqrt":
         return math.sqrt(batch / reference_batch)
+    if rule == "inverse":
+        return reference_batch / batch
     if rule == "none":
         return 1.0
     raise ValueError(f"unknown lr_scaling {rule!r}")

@@ -10,27 +10,25 @@ Vocabulary:
                 positions over all ranks; each rank takes its share).
   samples       positions consumed so far, all ranks together: the schedule's
                 clock (``schedule.py``).
-  averaged weights  EMA (``decay`` per step, from the per-sample decay
-                configured at the reference batch; ``min(decay, (1+t)/(10+t))``
-                over the first updates so the initial weights fade quickly) or
-                SWA (a uniform mean of snapshots every ``swa_every`` steps from
-                ``swa_start``). Exports use them; ``mode = "none"`` exports the
-                raw weights.
-  data wait     the fraction of wall time the loop spent blocked on the data
-                loader: near 0 means the readers keep the device fed.
-  run folder    ``run.out``. A fresh start (no resume) refuses a folder that
-                holds an earlier run (``checkpoint.earlier_run``) with
-                ``RunFolderInUse``; ``resume = "auto"`` without a checkpoint
-                starts afresh over it, saying so. At start rank 0 removes the
-                stale temporaries of killed writes (``checkpoint.clean_stale``).
+  averaged weights  EMA or SWA of the weights (``averaging.py``); exports use
+                them.
+  run folder    ``run.out``: a fresh start refuses one that holds an earlier
+                run; stale temporaries go at the start (``runfolder.py``).
   at the target  a resumed run already at its step count does no step but
                 still hands back that step's export (the one on disk, or one
                 made now from the checkpoint): the RL loop killed between its
                 last checkpoint and its state file needs it.
 
-The loss is computed by ``losses.compute_losses`` on the output dict returned
-by the (possibly DDP-wrapped) network, i.e. outside the wrapped module, and is
-a scalar before ``backward()``.
+  window        the chunks this run trains on, chosen once by rank 0 at a
+                fresh start (or a refreshed window): ``dataset.py``.
+  checkpoint state  what ``save_checkpoint`` hands to ``checkpoint.py`` and
+                ``--resume`` restores: model, optimizer, schedule, averages,
+                step, samples, every rank's RNG state and reader positions,
+                the window.
+
+One update is ``step.train_step`` (the losses on the output dict, outside the
+DDP-wrapped module); messages, warnings, the progress bar and the log rows
+are ``progress.py``'s; errors are ``errors.py``'s.
 
 A Sayuri network (``--init`` with a Sayuri weights file, our import of one, or
 a trained export of one) trains with all its heads (``losses.loss_names``);
@@ -41,14 +39,12 @@ function stays the file's), on rank 0, and every rank gets rank 0's weights.
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -57,34 +53,18 @@ from torch import nn
 from sayuri_async.killpoint import kill_point
 from sayuri_async.net.model import Net, NetConfig, init_weights
 from sayuri_async.train import checkpoint as ckpt
-from sayuri_async.train.config import AverageConfig, OptimConfig, TrainConfig
+from sayuri_async.train.averaging import Averager
+from sayuri_async.train.config import TrainConfig
 from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, list_chunks, make_loader, select_window,
-                                        unpack_targets, window_size)
-from sayuri_async.train.distributed import broadcast, gather, rng_state, set_rng_state, setup_distributed
-from sayuri_async.train.losses import compute_losses, loss_names
-from sayuri_async.train.schedule import Schedule, ema_decay_for, resolve, to_samples
-from sayuri_async.usererror import RunFailure, UserError
-
-
-class TrainError(RuntimeError, RunFailure):
-    """Training cannot start or continue (no data, bad checkpoint, bad setup)."""
-
-
-class NoTrainingData(UserError, TrainError):
-    """No chunk under [data] dir can be trained on (none, or all of other board sizes or encoders)."""
-
-
-class BadInitWeights(UserError, TrainError):
-    """The weights to start from (``--init``) cannot be loaded."""
-
-
-class NothingToResume(UserError, TrainError):
-    """``--resume`` on a run folder without a readable checkpoint."""
-
-
-class RunFolderInUse(UserError, TrainError):
-    """A fresh start into a folder that holds an earlier run; the message
-    names the folder and how to go on."""
+                                        window_size)
+from sayuri_async.train.distributed import (broadcast, gather, pick_device, rng_state, set_rng_state,
+                                            setup_distributed)
+from sayuri_async.train.errors import BadInitWeights, NoTrainingData, NothingToResume, TrainError
+from sayuri_async.train.losses import loss_names
+from sayuri_async.train.progress import Bar, Reporter, RunMessages
+from sayuri_async.train.runfolder import check_fresh_folder, clean_stale
+from sayuri_async.train.schedule import resolve, to_samples
+from sayuri_async.train.step import build_optimizer, train_step
 
 
 @dataclass
@@ -99,92 +79,7 @@ class TrainResult:
     export: str | None = None
 
 
-# ------------------------------------------------------------------ helpers
-
-def pick_device(name: str, local_rank: int) -> torch.device:
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda":
-        name = f"cuda:{local_rank}"
-    device = torch.device(name)
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise TrainError("run.device asks for CUDA but torch sees no GPU")
-        torch.cuda.set_device(device)
-    return device
-
-
-def build_optimizer(net: nn.Module, cfg: OptimConfig) -> torch.optim.Optimizer:
-    """SGD (Nesterov by default) or AdamW; 1-D parameters (BN, biases) skip decay unless asked."""
-    decay, plain = [], []
-    for p in net.parameters():
-        (plain if p.ndim <= 1 and not cfg.decay_norms_and_biases else decay).append(p)
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": plain, "weight_decay": 0.0}]
-    if cfg.optimizer == "adamw":
-        return torch.optim.AdamW(groups, lr=0.0, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps)
-    return torch.optim.SGD(groups, lr=0.0, momentum=cfg.momentum, nesterov=cfg.nesterov)
-
-
-class Averager:
-    """EMA or SWA of the network's state (parameters and float buffers)."""
-
-    def __init__(self, cfg: AverageConfig, net: nn.Module, sched: Schedule, swa_start_samples: int) -> None:
-        self.mode = cfg.mode
-        self.decay = ema_decay_for(cfg.ema_decay, sched.batch, sched.reference_batch)
-        self.swa_every = cfg.swa_every
-        self.swa_start = swa_start_samples
-        self.count = 0
-        self.state: dict[str, torch.Tensor] = {}
-        if self.mode != "none":
-            self.state = {k: v.detach().clone() for k, v in net.state_dict().items()}
-        self._pairs: tuple[list[torch.Tensor], list[torch.Tensor], list[tuple[torch.Tensor, torch.Tensor]]] | None = None
-
-    def _bind(self, net: nn.Module) -> None:
-        """Pair each averaged tensor with the live one once (optimizer steps update them in place)."""
-        live = net.state_dict()
-        floats = [k for k, v in self.state.items() if v.is_floating_point()]
-        self._pairs = ([self.state[k] for k in floats], [live[k] for k in floats],
-                       [(v, live[k]) for k, v in self.state.items() if not v.is_floating_point()])
-
-    @torch.no_grad()
-    def update(self, net: nn.Module, step: int, samples: int) -> None:
-        if self.mode == "none":
-            return
-        if self.mode == "ema":
-            w = 1.0 - min(self.decay, (1.0 + self.count) / (10.0 + self.count))
-        elif samples >= self.swa_start and step % self.swa_every == 0:
-            w = 1.0 / (self.count + 1)
-        else:
-            return
-        if self._pairs is None:
-            self._bind(net)
-        self.count += 1
-        averaged, live, counters = self._pairs
-        torch._foreach_lerp_(averaged, live, w)
-        for dst, src in counters:
-            dst.copy_(src)
-
-    def weights(self, net: nn.Module) -> dict[str, torch.Tensor]:
-        """What to export: the average, or the raw weights (no averaging, or SWA not started)."""
-        if self.mode == "none" or self.count == 0:
-            return net.state_dict()
-        return self.state
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "count": self.count, "state": self.state}
-
-    def load_state_dict(self, d: dict[str, Any]) -> None:
-        if d.get("mode") != self.mode:
-            return  # averaging mode changed: start averaging afresh from the current weights
-        self.count = int(d["count"])
-        for k, v in d["state"].items():
-            self.state[k].copy_(v)
-
-
 # ------------------------------------------------------------------- trainer
-
-Reporter = Callable[[str], None]
-
 
 class Trainer:
     """Build everything from a :class:`TrainConfig`, then ``run()``.
@@ -203,15 +98,10 @@ class Trainer:
     def __init__(self, cfg: TrainConfig, steps: int | None = None, init: str | None = None,
                  resume: bool | str = False, say: Reporter | None = None, progress: bool | None = None,
                  refresh_window: bool = False) -> None:
-        from rich.console import Console
-
         self.cfg = cfg
-        self.console = Console(stderr=True)
         self.device = pick_device(cfg.run.device, int(os.environ.get("LOCAL_RANK", "0")))
         self.info = setup_distributed(cfg.run.backend, self.device)
-        self._say = say or (lambda text: self.console.print(text, markup=False, highlight=False, soft_wrap=True))
-        self.show_progress = progress if progress is not None else (
-            cfg.run.progress == "on" or (cfg.run.progress == "auto" and self.console.is_terminal))
+        self.messages = RunMessages(self.info, say, progress, cfg.run.progress)
         self.out = Path(cfg.run.out)
         batch = cfg.optim.batch_size
         if batch % self.info.world:
@@ -222,15 +112,13 @@ class Trainer:
         self.total_steps = steps if steps is not None else self.sched.total_steps()
         torch.manual_seed(cfg.run.seed)
         random.seed(cfg.run.seed)
-        if self.info.rank == 0:
-            for stale in ckpt.clean_stale(self.out):
-                self.say(f"removed {stale}, the temporary file of a killed write")
+        clean_stale(self.out, self.info, self.say)
         auto = resume == "auto"
         if auto:
             found = ckpt.latest_checkpoint(self.out) is not None if self.info.rank == 0 else None
             resume = bool(broadcast(found, self.info))
         if not resume:
-            self._check_fresh_folder(auto)
+            check_fresh_folder(self.out, cfg.run.name, auto, self.info, self.say)
         self.calibrate_pending = False
         self.net, self.net_config = self._build_net(init if not resume else None)
         lo, hi = self.net_config.board_size_min, self.net_config.board_size_max
@@ -285,26 +173,7 @@ class Trainer:
         return getattr(self.net_config, "architecture", "") == "sayuri"
 
     def say(self, text: str) -> None:
-        if self.info.rank == 0:
-            self._say(text)
-
-    def _check_fresh_folder(self, auto: bool) -> None:
-        """A fresh start must not write over an earlier run (see the vocabulary)."""
-        error = None
-        if self.info.rank == 0:
-            earlier = ckpt.earlier_run(self.out, self.cfg.run.name)
-            if earlier and auto:
-                self.say(f"note: {self.out} holds no checkpoint to resume; starting afresh over "
-                         f"{len(earlier)} file(s) of an earlier start")
-            elif earlier:
-                shown = ", ".join(p.name for p in earlier[:3]) + (f" and {len(earlier) - 3} more"
-                                                                   if len(earlier) > 3 else "")
-                how = ("continue it with --resume" if ckpt.latest_checkpoint(self.out) is not None
-                       else "start over it with --auto-resume (it has no checkpoint)")
-                error = f"{self.out} already holds a training run ({shown}); {how}, or give a new --out"
-        error = broadcast(error, self.info)
-        if error:
-            raise RunFolderInUse(error)
+        self.messages.say(text)
 
     def _build_net(self, init: str | None) -> tuple[Net, NetConfig]:
         if init:
@@ -324,6 +193,15 @@ class Trainer:
             self.say(f"starting from {init} ({kind}{net.config.short_name}); [model] is not used")
             net.train()
             return net, net.config
+        if self.cfg.model.get("architecture") == "sayuri":  # a new Sayuri network ([model], config.py)
+            from sayuri_async.sayuri.weights import config_from_dict, new_net
+
+            sayuri_config = config_from_dict(self.cfg.model)
+            torch.manual_seed(self.cfg.run.seed)
+            net = new_net(sayuri_config)
+            net.set_norm_mode(self.cfg.optim.norms)
+            net.train()
+            return net, sayuri_config
         config = NetConfig.from_dict(self.cfg.model)
         net = init_weights(Net(config), seed=self.cfg.run.seed)
         return net, config
@@ -486,24 +364,10 @@ class Trainer:
     # ------------------------------------------------------------------ loop
 
     def _train_step(self, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, torch.Tensor], float]:
-        dev = self.device
-        x = batch["planes"].to(dev, non_blocking=True).float()
-        if self.cfg.run.channels_last and dev.type == "cuda":
-            x = x.contiguous(memory_format=torch.channels_last)
-        targets = unpack_targets(batch["targets"].to(dev, non_blocking=True), self.cfg.data.board_size)
         lr = self.sched.lr_at_samples(self.samples)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        autocast = torch.autocast(dev.type, dtype=torch.bfloat16) if self.use_bf16 else nullcontext()
-        with autocast:
-            outputs = self.model(x)
-        total, parts = compute_losses(outputs, targets, self.cfg.loss)
-        self.optimizer.zero_grad(set_to_none=True)
-        total.backward()
-        if self.cfg.optim.grad_clip_norm > 0:
-            nn.utils.clip_grad_norm_(self.net.parameters(), self.cfg.optim.grad_clip_norm)
-        self.optimizer.step()
-        return total.detach(), {k: v.detach() for k, v in parts.items()}, lr
+        total, parts = train_step(self.model, self.net, self.optimizer, batch, lr, self.cfg, self.device,
+                                  self.use_bf16)
+        return total, parts, lr
 
     def run(self) -> TrainResult:
         """Train until ``total_steps``; returns the last logged figures."""
@@ -590,45 +454,16 @@ class Trainer:
         self.say("calibrated the batch norms on the first batch (the network's function unchanged)")
 
     def _warn(self, text: str) -> None:
-        prefix = f"rank {self.info.rank}: " if self.info.enabled else ""
-        self.console.print(f"warning: {prefix}{text}", style="yellow", markup=False, highlight=False,
-                           soft_wrap=True)
+        self.messages.warn(text)
 
-    def _progress(self) -> tuple[Any, Any] | None:
-        if not self.show_progress or self.info.rank != 0:
-            return None
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-        # narrow enough for 80 columns; the losses come as whole lines above it (_log)
-        bar = Progress(TextColumn("step {task.completed}/{task.total}"), BarColumn(bar_width=24),
-                       TextColumn("{task.fields[speed]}"), TextColumn("lr {task.fields[lr]}"), TimeRemainingColumn(),
-                       console=self.console)
-        task = bar.add_task("train", total=self.total_steps, completed=self.step, speed="",
-                            lr=f"{self.sched.lr_at_samples(self.samples):.3g}")
-        bar.start()
-        return bar, task
+    def _progress(self) -> Bar | None:
+        return self.messages.progress_bar(self.total_steps, self.step, self.sched.lr_at_samples(self.samples))
 
     def _log(self, means: torch.Tensor, lr: float, speed: float, wait: float, elapsed: float,
-             bar: tuple[Any, Any] | None) -> TrainResult:
-        if self.info.enabled:
-            dist.all_reduce(means)
-            means = means / self.info.world
-        values = [float(v) for v in means.cpu()]
-        if not math.isfinite(values[0]):
-            raise TrainError(f"the loss became {values[0]} at step {self.step}; lower the learning rate "
-                             "or check the data")
-        losses = {"loss": values[0], **dict(zip(self.loss_names, values[1:]))}
-        speed_all = speed  # every rank consumes the global batch's share at the same pace
-        row = {"step": self.step, "samples": self.samples, "lr": lr, **losses,
-               "samples_per_s": speed_all, "data_wait": wait, "elapsed_s": elapsed}
-        if self.log is not None:
-            self.log.write(row)
-        text = " ".join(f"{k} {v:.4g}" for k, v in losses.items())
-        if bar is not None:
-            bar[0].update(bar[1], speed=f"{speed_all:,.0f} samples/s", lr=f"{lr:.3g}")
-        # whole, never cut to the bar's width (above the bar while it shows; a pipe gets the same lines)
-        self.say(f"step {self.step} | {speed_all:,.0f} samples/s | data wait {wait:.0%} | {text} | lr {lr:.3g}")
-        return TrainResult(self.step, self.samples, losses, lr, speed_all, wait)
+             bar: Bar | None) -> TrainResult:
+        losses = self.messages.interval(means, self.loss_names, self.step, self.samples, lr, speed, wait, elapsed,
+                                        bar, self.log)
+        return TrainResult(self.step, self.samples, losses, lr, speed, wait)
 
 
 def train(cfg: TrainConfig, steps: int | None = None, init: str | None = None, resume: bool | str = False,
