@@ -14,7 +14,8 @@ file check  ``check_file(path)``: None when the file validates, else one line
                                 (``train.checkpoint.load_checkpoint``)
               ``.safetensors``  a network that loads (``net.weights.load_weights``)
               ``.json``, ``.toml``  parse; ``.csv`` parses with every row as
-                                wide as its header; ``.txt``, ``.log`` are UTF-8
+                                wide as its header; ``.txt``, ``.log`` are UTF-8;
+              ``.png``          a whole PNG (signature, IEND at the end)
             and two kinds of leftovers that are allowed: the temporary of a
             killed write (``fileio.is_stale_temp``: its writer is gone; a
             temporary whose writer still runs is reported) and a checkpoint
@@ -77,6 +78,10 @@ def check_file(path: str | os.PathLike) -> str | None:
             tomllib.loads(p.read_text(encoding="utf-8"))
         elif p.suffix == ".csv":
             return _check_csv(p)
+        elif p.suffix == ".png":  # a plot: whole when it opens with the signature and ends with IEND
+            data = p.read_bytes()
+            if not (data.startswith(b"\x89PNG\r\n\x1a\n") and data[-12:-4] == b"\x00\x00\x00\x00IEND"):
+                return "not a whole PNG file"
         elif p.suffix in (".txt", ".log"):
             p.read_text(encoding="utf-8")
         elif p.name not in ALLOWED_NAMES:
@@ -94,8 +99,8 @@ def check_run(folder: str | os.PathLike) -> tuple[list[tuple[Path, str]], int]:
 
 
 # ---- nothing earlier overwritten ---------------------------------------------
-MAY_CHANGE = ("state.json", "generations.csv", "train_log.csv", "*-latest.safetensors")
-"""Files a run rewrites by design (the loop's state and table, the trainer's
+MAY_CHANGE = ("state.json", "generations.csv", "curves.png", "train_log.csv", "*-latest.safetensors")
+"""Files a run rewrites by design (the loop's state, table and curves, the trainer's
 log, the newest export's copy); every other file, once whole, stays as it is."""
 MAY_GO = ("ckpt-*.pt",)
 """Files a run deletes by design (the checkpoint rotation)."""
