@@ -65,10 +65,15 @@ def test_the_file_check_passes_whole_files_and_names_what_is_wrong_with_others(t
     assert "JSON" in check_file(tmp_path / "state.json")
     (tmp_path / "train_log.csv").write_text("step,loss\n1,0.5\n2,0.4,9\n")
     assert "row 3" in check_file(tmp_path / "train_log.csv")
+    whole_png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 20 + b"\x00\x00\x00\x00IEND\xaeB`\x82"
+    (tmp_path / "curves.png").write_bytes(whole_png[:-12])
+    assert "PNG" in check_file(tmp_path / "curves.png")
+    (tmp_path / "curves.png").write_bytes(whole_png)
+    assert check_file(tmp_path / "curves.png") is None
     (tmp_path / "notes.bin").write_bytes(b"?")
     assert "no known kind" in check_file(tmp_path / "notes.bin")
     bad, checked = check_run(tmp_path)
-    assert checked == 10 and {p.name for p, _ in bad} == {"chunk-cut.npz", "bad.sgf", "ckpt-000000002.pt",
+    assert checked == 11 and {p.name for p, _ in bad} == {"chunk-cut.npz", "bad.sgf", "ckpt-000000002.pt",
                                                            "net-s000000002.safetensors", "state.json",
                                                            "train_log.csv", "notes.bin"}
 
