@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import BinaryIO
 
-from sayuri_async.configfile import recheck
+from sayuri_async.configfile import CommandLine, recheck
 from sayuri_async.usererror import ArgumentParser, UserError, check_device, input_file, one_line
 
 from .commands import Dispatcher, log
@@ -210,7 +210,7 @@ def _configure(args: argparse.Namespace) -> GtpConfig:
         cfg.search.tree_memory_mb = args.tree_memory_mb
     if args.verbose:
         cfg.protocol.verbose = True
-    recheck(cfg, "command line")
+    recheck(cfg, CommandLine())  # an error names the option (--playouts)
     return cfg
 
 

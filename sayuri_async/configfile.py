@@ -84,8 +84,27 @@ class Bad(ValueError, UserError):
         return f"{self.key}: {self.message}"
 
     def located(self, source: str, section: str | None) -> ConfigError:
-        """The error as the user reads it: ``<file>: [<table>] <key>: <problem>``."""
+        """The error as the user reads it: ``<file>: [<table>] <key>: <problem>``,
+        or ``<option>: <problem>`` for values from the command line (``CommandLine``)."""
+        if isinstance(source, CommandLine):
+            return ConfigError(f"{source.option(self.key)}: {self.message}")
         return ConfigError(f"{where(source, section)} {self.key}: {self.message}")
+
+
+class CommandLine(str):
+    """The ``source`` of values given as command-line options: an error names
+    the option as the user typed it (``--num-games``), from ``options`` (key
+    to option) or else the key with dashes."""
+
+    options: dict[str, str]
+
+    def __new__(cls, options: dict[str, str] | None = None) -> "CommandLine":
+        obj = super().__new__(cls, "command line")
+        obj.options = dict(options or {})
+        return obj
+
+    def option(self, key: str) -> str:
+        return self.options.get(key, "--" + key.replace("_", "-"))
 
 
 def require(ok: bool, key: str, message: str) -> None:

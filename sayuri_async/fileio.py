@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from .killpoint import kill_point
+
 STALE_AGE_S = 3600.0
 HOST = hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
 _TEMP = re.compile(r"^\..+\.(?P<pid>\d+)-(?P<host>[0-9a-f]{8})-[0-9a-f]{8}\.tmp$")
@@ -101,6 +103,7 @@ def atomic_path(path: str | os.PathLike, replace: bool = True) -> Iterator[Path]
     try:
         yield tmp
         _fsync_file(tmp)
+        kill_point(f"rename:{target.name}")  # written and synced, not yet renamed
         if replace:
             os.replace(tmp, target)
         else:

@@ -11,7 +11,9 @@ workspace   the folder that holds a whole run (created on first start):
               data/, sgf/       self-play chunks and games of every generation
               checkpoints/      the trainer's checkpoints, exports and log
               logs/             generations.csv (the summary table)
-              matches/          evaluation games (SGF) per generation
+              matches/          evaluation games (SGF) per generation: gen-000001/, and
+                                gen-000001-<run stamp>/ for each evaluation after a
+                                killed one (whose games stay as they were)
               STOP              create it to end the loop after the current step
 generation  g = 1, 2, ...: self-play ``games_per_generation`` games with the
             best network so far (random for g = 1), train until step
@@ -58,8 +60,8 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .configfile import Bad, ConfigError, at_least, check_tables, fill, read_toml, within
-from .fileio import atomic_path, clean_stale_temps
+from .configfile import Bad, CommandLine, ConfigError, at_least, check_tables, fill, read_toml, within
+from .fileio import atomic_path, clean_stale_temps, run_stamp
 from .killpoint import kill_point
 from .loop_stats import ANCHOR_COMMAND, CURVE_COLUMNS, anchor_figures, curve_rows, generation_game_stats, plot_curves
 from .console import console as wide_console
@@ -132,8 +134,9 @@ class Workspace:
         return st
 
     def clean_stale(self) -> list[Path]:
-        """Remove the stale temporaries of killed writes (state, weights, logs)."""
-        return [p for d in (self.root, self.root / "weights", self.root / "logs") for p in clean_stale_temps(d)]
+        """Remove the stale temporaries of killed writes (state, weights, logs, matches)."""
+        folders = [self.root, self.root / "weights", self.root / "logs", *(self.root / "matches").glob("gen-*")]
+        return [p for d in folders for p in clean_stale_temps(d)]
 
     def save_state(self, st: LoopState) -> None:
         with atomic_path(self.state_path) as tmp:
@@ -298,6 +301,8 @@ class Loop:
         cand = player(str(cand_path), f"gen{st.generation}")
         best = player(best_path, f"gen{st.best_generation}" if best_path else "random")
         sgf_dir = self.ws.root / "matches" / f"gen-{st.generation:06d}"
+        if sgf_dir.is_dir() and any(sgf_dir.iterdir()):  # a killed evaluation's games stay; this one's go beside
+            sgf_dir = sgf_dir.with_name(f"{sgf_dir.name}-{run_stamp()}")
         sgf_dir.mkdir(parents=True, exist_ok=True)
         self.say(f"generation {st.generation}: {self.cfg.eval_games} games {cand.name} vs {best.name}")
         res = asyncio.run(run_match(cand, best, self.cfg.eval_games, size, self.sp_cfg.komi, 8, sgf_dir))
@@ -408,6 +413,7 @@ class Loop:
                 ev = self.evaluate(st)
                 summary["match"] = ev
                 summary.update(self.anchor(st))
+                kill_point("loop-evaluated")  # the match is played, the promotion not recorded
                 promote = not self.cfg.gating or not ev or ev["win_rate"] >= self.cfg.gating_win_rate
                 summary["promoted"] = promote
                 if promote:
@@ -473,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             loop.cfg = replace(loop.cfg, generations=args.generations)
         except Bad as e:
-            print(f"sayuri-async loop: {e.located('command line', None)}", file=sys.stderr)
+            print(f"sayuri-async loop: {e.located(CommandLine(), None)}", file=sys.stderr)
             return 2
     return _run(loop)
 

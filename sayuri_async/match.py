@@ -45,7 +45,8 @@ from .go.sgf import SgfInfo, save_sgf_file
 from .gtpclient import probe_engine
 from .referee import SCORINGS, GtpPlayer, Player, referee_game
 from .console import console as wide_console
-from .usererror import ArgumentParser, UserError, answered, at_least, check_device, output_folder
+from .usererror import (ArgumentParser, UserError, answered, at_least, check_device, output_file,
+                        output_folder)
 
 __all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "elo_of_rate", "make_player",
            "main", "match_openings", "print_result", "ratings", "run_match"]
@@ -414,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
             p.name = f"{p.name}#{i + 1}"
         names = [p.name for p in players]
     sgf_dir = output_folder(args.sgf, "--sgf") if args.sgf else None
+    if args.json:  # checked before the games, not after them
+        output_file(args.json, "--json", "match.json")
 
     def progress(k: int, res: MatchResult) -> None:
         print(f"  {res.a} vs {res.b}: game {res.games}/{args.games}  {res.wins}-{res.losses}-{res.draws}",

@@ -265,17 +265,24 @@ def test_command_line_overrides_are_range_checked(tmp_path, capsys):
     from sayuri_async.selfplay.cli import main as selfplay_main
 
     p = write(tmp_path, "[selfplay]\nboard_sizes = [9]\n")
-    with pytest.raises(ConfigError, match=r"^command line: batch_size: must be at least 1, not 0$"):
+    with pytest.raises(ConfigError, match=r"^--batch-size: must be at least 1, not 0$"):
         load_selfplay_config(str(p), {"batch_size": 0})
     assert selfplay_main(["--config", str(p), "--batch-size", "0", "--no-tui"]) == 2
-    assert "sayuri-async selfplay: command line: batch_size: must be at least 1" in capsys.readouterr().err
-    with pytest.raises(ConfigError, match=r"^command line: \[search\] playouts: must be at least 1, not 0$"):
+    assert "sayuri-async selfplay: --batch-size: must be at least 1" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"^--playouts: must be at least 1, not 0$"):
         _configure(build_parser().parse_args(["--playouts", "0"]))
     from sayuri_async.loop import main as loop_main
 
     loop_toml = Path(__file__).resolve().parents[1] / "configs" / "loop-7x7.toml"
     assert loop_main(["--config", str(loop_toml), "--workspace", str(tmp_path / "ws"), "--generations", "-1"]) == 2
-    assert "sayuri-async loop: command line: generations: must be at least 0, not -1" in capsys.readouterr().err
+    assert "sayuri-async loop: --generations: must be at least 0, not -1" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"^--board-size: must all be in 7\.\.19, not 1$"):
+        load_selfplay_config(str(p), {"board_sizes": [1]})
+    from sayuri_async.train.config import load_config as load_train_config, override
+
+    train = load_train_config(Path(__file__).resolve().parents[1] / "configs" / "train-9x9.toml")
+    with pytest.raises(ConfigError, match=r"^--workers: must be 0"):
+        override(train, "data", "workers", -3)
 
 
 def test_recheck_after_assigning_fields(tmp_path):

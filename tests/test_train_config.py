@@ -87,10 +87,10 @@ def test_command_line_overrides_are_range_checked(capsys):
     path = ROOT / "configs" / "train-9x9.toml"
     cfg = load_config(path)
     workers = cfg.data.workers
-    with pytest.raises(ConfigError, match=r"^command line: \[data\] workers: must be 0 \(read in the training"):
+    with pytest.raises(ConfigError, match=r"^--workers: must be 0 \(read in the training"):
         override(cfg, "data", "workers", -1)
     assert cfg.data.workers == workers  # a refused value leaves the config as it was
     override(cfg, "data", "workers", 0)
     assert cfg.data.workers == 0
     assert main(["--config", str(path), "--device", "tpu"]) == 2
-    assert "sayuri-async train: command line: [run] device: must be auto, cpu, cuda or cuda:N" in capsys.readouterr().err
+    assert "sayuri-async train: --device: must be auto, cpu, cuda or cuda:N" in capsys.readouterr().err

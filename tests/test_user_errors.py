@@ -56,8 +56,10 @@ CASES = [
     ("selfplay --device cuda:7 --no-tui", ["--device cuda:7"]),
     ("selfplay --out {afile} --no-tui", ["--out", "not a folder"]),
     ("selfplay --out /proc/none/x --no-tui", ["--out", "cannot write"]),
-    ("selfplay --playouts 0 --no-tui", ["playouts", "at least 1"]),
-    ("selfplay --board-size 30 --no-tui", ["board_sizes", "30"]),
+    ("selfplay --playouts 0 --no-tui", ["--playouts", "at least 1"]),
+    ("selfplay --num-games -1 --no-tui", ["--num-games", "at least 0"]),
+    ("selfplay --parallel-games 0 --no-tui", ["--parallel-games", "at least 1"]),
+    ("selfplay --board-size 30 --no-tui", ["--board-size", "30"]),
     # train
     ("train --config {missing}", ["{missing}", "no such file"]),
     ("train --config {latin1}", ["latin1.toml", "not UTF-8"]),
@@ -69,13 +71,13 @@ CASES = [
     ("train --config configs/train-9x9.toml --data {empty} --init {garbage} --out {dir}/t3", ["--init", "garbage"]),
     ("train --config configs/train-9x9.toml --data {empty} --out {afile}", ["--out", "not a folder"]),
     ("train --config configs/train-9x9.toml --steps -1", ["--steps"]),
-    ("train --config configs/train-9x9.toml --workers -1", ["workers"]),
+    ("train --config configs/train-9x9.toml --workers -1", ["--workers"]),
     ("train --config configs/train-9x9.toml --nproc 0", ["--nproc"]),
     # loop
     ("loop --config {missing} --workspace {dir}/ws", ["{missing}", "no such file"]),
     ("loop --config {latin1} --workspace {dir}/ws", ["latin1.toml", "not UTF-8"]),
     ("loop --config configs/loop-7x7.toml --workspace {afile}", ["--workspace", "not a folder"]),
-    ("loop --config configs/loop-7x7.toml --workspace {dir}/ws --generations -1", ["generations"]),
+    ("loop --config configs/loop-7x7.toml --workspace {dir}/ws --generations -1", ["--generations", "at least 0"]),
     ("loop --config {loopcuda} --workspace {dir}/ws", ["[loop] device", "cuda:7"]),
     # match
     ("match random random --board 30", ["--board 30", "2..25"]),
@@ -93,6 +95,8 @@ CASES = [
     ("match 'gtp:/bin/false' random --board 7", ["GTP engine", "/bin/false", "does not speak GTP"]),
     ("match '{missing} --mode gtp' random --board 7", ["GTP engine", "cannot start"]),
     ("match random random --games 1 --board 5 --playouts 2 --sgf {afile}", ["--sgf", "not a folder"]),
+    ("match random random --games 1 --json /proc/none/x.json", ["--json", "cannot write"]),
+    ("match random random --games 1 --json {dir}", ["--json", "a folder"]),
     # tune
     ("tune --batch 0", ["--batch", "at least 1"]),
     ("tune --batch x", ["--batch", "whole numbers"]),
@@ -107,7 +111,8 @@ CASES = [
     ("gtp --weights {garbage}", ["garbage.safetensors"]),
     ("gtp --device cuda:7", ["--device cuda:7"]),
     ("gtp --config {latin1}", ["latin1.toml", "not UTF-8"]),
-    ("gtp --playouts 0", ["playouts", "at least 1"]),
+    ("gtp --playouts 0", ["--playouts", "at least 1"]),
+    ("gtp --tree-memory-mb -5", ["--tree-memory-mb"]),
     # import-weights, import-data
     ("import-weights {missing} -o {dir}/x.safetensors", ["{missing}", "no such Sayuri weights file"]),
     ("import-weights {garbage} -o {dir}/x.safetensors", ["garbage.safetensors", "not a Sayuri"]),

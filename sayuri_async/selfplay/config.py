@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from ..configfile import Bad, at_least, check_tables, fill, read_toml, require, within
+from ..configfile import Bad, CommandLine, at_least, check_tables, fill, read_toml, require, within
 from ..search.mcts import SearchConfig
 from ..search.pools import selfplay_edges
 
@@ -124,8 +124,8 @@ def load_selfplay_config(path: str | None, overrides: dict | None = None) -> Sel
         where = str(path)
     cfg = fill(SelfplayConfig, data, where, "selfplay" if path else None)
     if overrides:
-        cfg = fill(SelfplayConfig, {k: v for k, v in overrides.items() if v is not None}, "command line",
-                   base=cfg)
+        cfg = fill(SelfplayConfig, {k: v for k, v in overrides.items() if v is not None},
+                   CommandLine({"board_sizes": "--board-size"}), base=cfg)
     return cfg
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from ..infer.batcher import Batcher
 from ..infer.stats import Counters, LoopClock, merge
 from ..infer.worker import Worker
+from ..killpoint import kill_point
 from ..search.mcts import Search
 from .config import SelfplayConfig
 from .game import LiveGame, play_game
@@ -179,6 +180,7 @@ class Engine:
                 break
             self.finished += 1
             self.writer.add(rec)
+            kill_point("selfplay-game")
             if len(self._workers) > self.parallel_games:
                 break
 

@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..fileio import run_stamp
+from ..killpoint import kill_point
 from ..lifetime import die_with_parent, parent_alive, stop_on_signals
 from .config import SelfplayConfig
 from ..usererror import RunFailure
@@ -253,6 +254,7 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
                 tag, st, done, error = status_q.get(timeout=0.1)
                 if st is not None:
                     latest[tag] = st
+                    kill_point("selfplay-status")  # the parent of engine processes took a report
                 if done:
                     finished.add(tag)
                 if error is not None:

@@ -19,7 +19,9 @@ progress       ``(chunks, positions)`` written so far, sent back whenever a
 failure        an exception in the writer process comes back as text and is
                raised as ``WriterError`` (naming the output folder) by the
                next ``add``, ``chunks_written`` or ``close``: a failing disk
-               stops the run instead of losing games silently.
+               stops the run instead of losing games silently. So does a
+               writer that died without a word (SIGKILL): ``add`` finds it
+               gone, ``close`` finds it ended without its last report.
 orphan         when the engine dies without closing it (SIGKILL), the writer
                finishes the file it is writing and exits: every file is
                whole either way (temporary name, then rename); games not yet
@@ -109,6 +111,7 @@ class WriterProcess:
         self._error: str | None = None
         self._reported = False
         self._closed = False
+        self._done = False  # the writer said it wrote every game
 
     def _feed(self) -> None:
         """The feeder thread: pickle and send each game (a send blocks this
@@ -127,6 +130,8 @@ class WriterProcess:
         self._poll()
         if self._closed:
             raise WriterError(f"{self.out_dir}: the writer is closed")
+        if not self._proc.is_alive():  # killed: stop now rather than play games nobody writes
+            raise WriterError(f"{self.out_dir}: the writer process exited (code {self._proc.exitcode})")
         while True:
             try:
                 self._outbox.put(rec, timeout=1.0)
@@ -164,6 +169,10 @@ class WriterProcess:
                     break
             self._proc.join(timeout=30)
             self._feeder.join(timeout=5)
+            while self._take() is not None:  # what it said before it ended
+                pass
+            if not self._done and self._error is None:  # it died without a word (SIGKILL, the OOM killer)
+                self._error = f"the writer process exited (code {self._proc.exitcode}) before the last games"
         self._poll(again=False)
 
     # ---- replies -------------------------------------------------------------
@@ -180,6 +189,7 @@ class WriterProcess:
             self._error = reply[1]
         else:
             self._chunks, self._positions = reply[1], reply[2]
+            self._done = self._done or kind == "done"
         return kind
 
     def _poll(self, again: bool = True) -> None:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 
+from sayuri_async.configfile import CommandLine
 from sayuri_async.train.config import ConfigError, load_config, override
 from sayuri_async.usererror import (ArgumentParser, UserError, answered, check_device, exit_status, input_file,
                                     output_folder)
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_config(args.config)
         if args.data is not None:
-            override(cfg, "data", "dir", args.data)
+            override(cfg, "data", "dir", args.data, CommandLine({"dir": "--data"}))
         if args.workers is not None:
             override(cfg, "data", "workers", args.workers)
         if args.out is not None:

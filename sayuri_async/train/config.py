@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sayuri_async.configfile import (Bad, ConfigError, at_least, check_tables, convert, fill, positive, read_toml,
-                                     require, within)
+from sayuri_async.configfile import (Bad, CommandLine, ConfigError, at_least, check_tables, convert, fill, positive,
+                                     read_toml, require, within)
 
 __all__ = ["ConfigError", "TrainConfig", "load_config", "from_dict", "override"]
 
@@ -292,6 +292,6 @@ def load_config(path: str | Path, check_model: bool = True) -> TrainConfig:
     return from_dict(read_toml(path), str(path), check_model=check_model)
 
 
-def override(cfg: TrainConfig, section: str, key: str, value: Any, origin: str = "command line") -> None:
+def override(cfg: TrainConfig, section: str, key: str, value: Any, origin: str = CommandLine()) -> None:
     """Set one value after loading (command-line options), with the same checks."""
     setattr(cfg, section, fill(SECTIONS[section], {key: value}, origin, section, base=getattr(cfg, section)))

@@ -59,11 +59,11 @@ class RunMessages:
             return None
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-        bar = Progress(TextColumn("step {task.completed}/{task.total}"), BarColumn(),
-                       TextColumn("{task.fields[speed]}"), TextColumn("{task.fields[losses]}"),
-                       TextColumn("lr {task.fields[lr]}"), TimeRemainingColumn(), console=self.console)
-        task = bar.add_task("train", total=total_steps, completed=step, speed="",
-                            losses="", lr=f"{lr:.3g}")
+        # narrow enough for 80 columns; the losses come as whole lines above it (interval)
+        bar = Progress(TextColumn("step {task.completed}/{task.total}"), BarColumn(bar_width=24),
+                       TextColumn("{task.fields[speed]}"), TextColumn("lr {task.fields[lr]}"), TimeRemainingColumn(),
+                       console=self.console)
+        task = bar.add_task("train", total=total_steps, completed=step, speed="", lr=f"{lr:.3g}")
         bar.start()
         return bar, task
 
@@ -88,7 +88,7 @@ class RunMessages:
             log.write(row)
         text = " ".join(f"{k} {v:.4g}" for k, v in losses.items())
         if bar is not None:
-            bar[0].update(bar[1], speed=f"{speed:,.0f} samples/s", losses=text, lr=f"{lr:.3g}")
-        else:
-            self.say(f"step {step} | {speed:,.0f} samples/s | data wait {wait:.0%} | {text} | lr {lr:.3g}")
+            bar[0].update(bar[1], speed=f"{speed:,.0f} samples/s", lr=f"{lr:.3g}")
+        # whole, never cut to the bar's width (above the bar while it shows; a pipe gets the same lines)
+        self.say(f"step {step} | {speed:,.0f} samples/s | data wait {wait:.0%} | {text} | lr {lr:.3g}")
         return losses

@@ -50,6 +50,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from sayuri_async.killpoint import kill_point
 from sayuri_async.net.model import Net, NetConfig, init_weights
 from sayuri_async.train import checkpoint as ckpt
 from sayuri_async.train.averaging import Averager
@@ -427,6 +428,7 @@ class Trainer:
                 # the checkpoint first: killed between the two, a resumed run re-exports this step
                 if self.step % run.checkpoint_every == 0 or last:
                     result.checkpoint = self.save_checkpoint()
+                    kill_point("train-checkpointed")  # the checkpoint is written, the export not yet
                 if self.step % run.export_every == 0 or last:
                     result.export = self.export(result.losses)
         finally:
