@@ -55,8 +55,8 @@ def check_file(path: str | os.PathLike) -> str | None:
     """Why ``path`` does not validate (None: it does); see the vocabulary."""
     from .go.sgf import load_sgf_file
     from .net.weights import load_weights
-    from .train.checkpoint import UNREADABLE_SUFFIX, CheckpointError, load_checkpoint
-    from .chunkfile import ChunkError, read_chunk
+    from .train.checkpoint import UNREADABLE_SUFFIX, load_checkpoint
+    from .chunkfile import read_chunk
 
     p = Path(path)
     if p.name.startswith(".") and p.name.endswith(".tmp"):

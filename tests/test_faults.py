@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from faults_kit import KILLED, Step, cli, run_chain
+from faults_kit import Step, cli, run_chain
 from test_loop import TINY
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
