@@ -34,7 +34,8 @@ def hex_plane(bits: np.ndarray) -> str:
 
 
 def sayuri_record(n: int, planes37: np.ndarray, black: bool, komi: float, rule: int) -> list[bytes]:
-    """A version-2 record as Sayuri writes it (targets are placeholders)."""
+    """A version-2 record as Sayuri writes it, with fixed targets (policy on
+    pass, zero values and ownership): the test compares input planes only."""
     a = n * n + 1
     lines = ["2", "0", str(n), f"{komi:g}", str(rule), "0"]
     lines += [hex_plane(p.reshape(-1)) for p in planes37]
