@@ -7,10 +7,12 @@ Vocabulary
 KataCommands  the handlers, for the Dispatcher's table (``handlers()``).
 rules JSON   KataGo's rules dictionary, ``{"hasButton":false,"ko":...,
              "scoring":...,"suicide":false,"tax":"NONE",
-             "whiteHandicapBonus":"0"}``. This engine plays ``ko``
+             "whiteHandicapBonus":"N"}``. This engine plays ``ko``
              POSITIONAL (superko) or SIMPLE and ``scoring`` AREA or
-             TERRITORY; the other fields are fixed (SUPPORTED): suicide is
-             illegal, no tax, no button, no handicap bonus for white.
+             TERRITORY; white's handicap bonus follows the scoring
+             (BONUS_BY_SCORING: ``N`` under AREA, ``0`` under TERRITORY, as
+             ``scoring.handicap_compensation`` counts); the other fields are
+             fixed (FIXED): suicide is illegal, no tax, no button.
 shorthand    a KataGo rules name (``tromp-taylor``, ``chinese``,
              ``japanese``, ...) standing for its dictionary (SHORTHANDS);
              each is checked like a dictionary, so one that needs a rule
@@ -29,8 +31,10 @@ from .engine import Engine
 from .protocol import GtpError, shown
 
 MAX_RULES_CHARS = 1000
-FIXED = {"hasButton": False, "suicide": False, "tax": "NONE", "whiteHandicapBonus": "0"}
-SUPPORTED = {"ko": ("POSITIONAL", "SIMPLE"), "scoring": ("AREA", "TERRITORY")} | {k: (v,) for k, v in FIXED.items()}
+FIXED = {"hasButton": False, "suicide": False, "tax": "NONE"}
+BONUS_BY_SCORING = {"AREA": "N", "TERRITORY": "0"}
+SUPPORTED = ({"ko": ("POSITIONAL", "SIMPLE"), "scoring": ("AREA", "TERRITORY"), "whiteHandicapBonus": ("N", "0")}
+             | {k: (v,) for k, v in FIXED.items()})
 
 
 def _rules(ko: str, scoring: str, suicide: bool, tax: str, bonus: str, button: bool = False) -> dict:
@@ -55,8 +59,9 @@ SHORTHANDS = {  # KataGo's documented shorthands
 
 def rules_json(rules: Rules) -> dict:
     """KataGo's dictionary for ``rules``."""
+    scoring = rules.scoring.upper()
     return {"hasButton": False, "ko": "POSITIONAL" if rules.superko else "SIMPLE",
-            "scoring": rules.scoring.upper(), "suicide": False, "tax": "NONE", "whiteHandicapBonus": "0"}
+            "scoring": scoring, "suicide": False, "tax": "NONE", "whiteHandicapBonus": BONUS_BY_SCORING[scoring]}
 
 
 def _value_text(v: object) -> str:
@@ -90,6 +95,10 @@ def rules_from_text(text: str, current: Rules) -> Rules:
             allowed = " or ".join(_value_text(v) for v in SUPPORTED[key])
             raise GtpError(f"rule {key} {shown(_value_text(value))} is not supported (this engine plays {key} {allowed})")
         merged[key] = value
+    bonus = BONUS_BY_SCORING[merged["scoring"]]
+    if "whiteHandicapBonus" in asked and merged["whiteHandicapBonus"] != bonus:
+        raise GtpError(f"rule whiteHandicapBonus {shown(merged['whiteHandicapBonus'])} is not supported with scoring "
+                       f"{merged['scoring']} (this engine gives white N under AREA, 0 under TERRITORY)")
     return Rules(scoring=merged["scoring"].lower(), superko=merged["ko"] == "POSITIONAL")
 
 

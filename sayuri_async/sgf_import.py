@@ -102,6 +102,8 @@ def record_from_game(game: Game, result: SgfResult, encoder: str) -> GameRecord:
         set_up_position(replay, black, white, int(start["to_move"]))
     elif int(start["to_move"]) != B.BLACK:
         set_up_position(replay, [], [], int(start["to_move"]))
+    if game.handicap:  # the encoders' history and the handicap compensation see it
+        replay.mark_handicap(list(game.handicap))
     rec = GameRecord(n, float(game.komi))
     planes = enc.alloc(n)
     a_count = n * n + 1

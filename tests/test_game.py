@@ -19,6 +19,7 @@ from sayuri_async.go.coords import (
     vertex_to_action,
 )
 from sayuri_async.go.game import Game, IllegalMove, Rules, handicap_actions
+from sayuri_async.go.scoring import area_outcome
 
 
 def va(vertex: str, n: int = 9) -> int:
@@ -215,6 +216,35 @@ def test_fixed_handicap_matches_gtp_spec(n: int, stones: int) -> None:
 def test_fixed_handicap_rejects_bad_counts(n: int, stones: int) -> None:
     with pytest.raises(ValueError):
         handicap_actions(n, stones)
+
+
+@pytest.mark.parametrize("n,stones,last", [(19, 2, "D4"), (19, 3, "D16"), (19, 4, "Q4"), (19, 5, "K10"),
+                                            (19, 6, "D10"), (19, 7, "D10"), (19, 8, "K4"), (19, 9, "K4"),
+                                            (9, 2, "C3"), (9, 7, "C5")])
+def test_fixed_handicap_last_stone_is_sayuris(n: int, stones: int, last: str) -> None:
+    # Sayuri places Q16 D4 D16 Q4 [K10] Q10 D10 K16 K4 and counts the last stone as a move
+    # in its history planes (docs/sayuri.md)
+    assert handicap_actions(n, stones)[-1] == va(last, n)
+    g = Game(n)
+    g.set_fixed_handicap(stones)
+    assert int(g.rec["handicap_last"]) == B.action_to_point(n, va(last, n))
+
+
+@pytest.mark.parametrize("scoring,score", [("area", 81 - 0.5 - 3), ("territory", 78 - 0.5)])
+def test_white_gets_a_point_per_handicap_stone_under_area_scoring(scoring: str, score: float) -> None:
+    g = Game(9, komi=0.5, rules=Rules(scoring=scoring))
+    g.set_fixed_handicap(3)
+    assert g.score() == score
+
+
+def test_the_search_end_of_game_value_counts_the_compensation() -> None:
+    g = Game(9)
+    g.set_fixed_handicap(2)
+    g.set_komi(79.5)  # black's area 81: +1.5 without the compensation, -0.5 with it
+    assert g.score() == -0.5
+    assert area_outcome(g.rec) == 1.0  # white to move wins
+    g.set_rules(Rules(scoring="territory"))
+    assert area_outcome(g.rec) == -1.0  # no compensation: black's 1.5
 
 
 def test_seven_by_seven_handicap_uses_third_line() -> None:

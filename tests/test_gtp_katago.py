@@ -135,11 +135,16 @@ def test_extension_commands(eng):
     eng.send("komi 7.5")
     assert json.loads(eng.send("kata-get-rules")) == {
         "hasButton": False, "ko": "POSITIONAL", "scoring": "AREA", "suicide": False, "tax": "NONE",
-        "whiteHandicapBonus": "0"}
+        "whiteHandicapBonus": "N"}
     eng.send('kata-set-rules {"ko": "SIMPLE", "scoring": "TERRITORY"}')
     assert json.loads(eng.send("kata-get-rules"))["ko"] == "SIMPLE"
     assert json.loads(eng.send("kata-get-rules"))["scoring"] == "TERRITORY"
-    assert "whiteHandicapBonus" in fails(eng, "kata-set-rules chinese")
+    assert json.loads(eng.send("kata-get-rules"))["whiteHandicapBonus"] == "0"
+    assert "ko 'SITUATIONAL'" in fails(eng, "kata-set-rules aga")
+    eng.send("kata-set-rules chinese")
+    assert json.loads(eng.send("kata-get-rules")) == {
+        "hasButton": False, "ko": "SIMPLE", "scoring": "AREA", "suicide": False, "tax": "NONE",
+        "whiteHandicapBonus": "N"}
     assert "suicide" in fails(eng, "kata-set-rules tromp-taylor")
     eng.send('kata-set-rules {"ko":"POSITIONAL","scoring":"AREA"}')
     eng.send("rectangular_boardsize 7 7")

@@ -155,12 +155,18 @@ def test_kata_pv_visits_and_sections():
 
 def test_rules_json_and_the_supported_subset():
     assert rules_json(Rules()) == {"hasButton": False, "ko": "POSITIONAL", "scoring": "AREA", "suicide": False,
-                                   "tax": "NONE", "whiteHandicapBonus": "0"}
+                                   "tax": "NONE", "whiteHandicapBonus": "N"}
     r = rules_from_text('{"ko":"simple","scoring":"TERRITORY"}', Rules())
     assert r == Rules(scoring="territory", superko=False)
+    assert rules_json(r)["whiteHandicapBonus"] == "0"  # the bonus follows the scoring
+    assert rules_from_text("chinese", r) == Rules(scoring="area", superko=False)
+    assert rules_from_text("chinese-ogs", r) == Rules(scoring="area", superko=True)
+    assert rules_from_text('{"scoring":"TERRITORY","whiteHandicapBonus":"0"}', Rules()) == Rules(scoring="territory")
     assert rules_from_text(json.dumps(rules_json(r)), Rules()) == r
     assert rules_from_text('{"scoring": "AREA"}', r) == Rules(scoring="area", superko=False)  # ko kept
-    for text, why in (("chinese", "whiteHandicapBonus 'N'"), ("tromp-taylor", "suicide 'true'"),
+    for text, why in (('{"whiteHandicapBonus":"0"}', "whiteHandicapBonus '0' is not supported with scoring AREA"),
+                      ('{"scoring":"TERRITORY","whiteHandicapBonus":"N"}', "with scoring TERRITORY"),
+                      ("tromp-taylor", "suicide 'true'"),
                       ("japanese", "tax 'SEKI'"), ("aga", "ko 'SITUATIONAL'"),
                       ('{"hasButton":true}', "hasButton 'true'"), ('{"friendlyPassOk":true}', "unknown rule"),
                       ("[1]", "JSON dictionary"), ("fancy", "unknown rules"), ("[" * 100_000, "longer than"),

@@ -259,9 +259,9 @@ def test_dump_checked_with_sgfmill() -> None:
     ab, aw, _ = root.get_setup_stones()
     assert ab == {(2, 2), (6, 6)} and aw == set()
     assert root.get("PL") == "w"
-    # game over: Tromp-Taylor, 2 black stones - 1 white stone - 6.5 (the
-    # empty region touches both colours)
-    assert root.get("RE") == "W+5.5"
+    # game over: Tromp-Taylor, 2 black stones - 1 white stone - 6.5 - 2 (white's
+    # point per handicap stone; the empty region touches both colours)
+    assert root.get("RE") == "W+7.5"
     assert root.get("PB") == "B" and root.get("PW") == "W" and root.get("C") == "hello"
     assert root.get("RU") == "Chinese" and root.get("DT") == "2025-01-02"
     nodes = sg.get_main_sequence()[1:]

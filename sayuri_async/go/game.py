@@ -21,7 +21,7 @@ import numpy as np
 
 from . import board as B
 from .coords import action_to_vertex, vertex_to_action
-from .scoring import area_score, result_string, territory_score
+from .scoring import area_score, handicap_compensation, result_string, territory_score
 
 
 class IllegalMove(ValueError):
@@ -39,7 +39,11 @@ class Rules:
 
 
 def handicap_actions(n: int, stones: int) -> list[int]:
-    """Fixed handicap placement (GTP's star points) as actions."""
+    """Fixed handicap placement (GTP's star points) as actions, in Sayuri's
+    order: the upper-right and lower-left corners, the other two corners,
+    the centre for an odd count of 5 or more, then the right and left middle
+    of the edges (6+) and the top and bottom middle (8+). The order matters
+    for the last stone only, which Sayuri's history planes count as a move."""
     if n < 7:
         limit = 0
     elif n == 7 or n % 2 == 0:
@@ -51,14 +55,14 @@ def handicap_actions(n: int, stones: int) -> list[int]:
     lo = 2 if n < 13 else 3
     hi = n - 1 - lo
     mid = n // 2
-    pts = [(lo, lo), (hi, hi), (lo, hi), (hi, lo)]
-    if stones in (6, 7, 8, 9):
-        pts += [(lo, mid), (hi, mid)]
-    if stones in (8, 9):
-        pts += [(mid, lo), (mid, hi)]
-    if stones in (5, 7, 9):
+    pts = [(hi, hi), (lo, lo), (lo, hi), (hi, lo)][:stones]  # (column, row from the bottom)
+    if stones >= 5 and stones % 2 == 1:
         pts.append((mid, mid))
-    return [y * n + x for x, y in pts[:stones]]
+    if stones >= 6:
+        pts += [(hi, mid), (lo, mid)]
+    if stones >= 8:
+        pts += [(mid, hi), (mid, lo)]
+    return [y * n + x for x, y in pts]
 
 
 def _hand_turn(rec, color: int) -> None:
@@ -310,9 +314,11 @@ class Game:
 
     # ---- scoring -----------------------------------------------------
     def score(self) -> float:
-        """Black minus white minus komi under the game's rules."""
+        """Black minus white minus komi under the game's rules; under area
+        scoring white also gets a point per handicap stone
+        (``scoring.handicap_compensation``)."""
         if self.rules.scoring == "area":
-            return area_score(self.rec, self.komi)
+            return area_score(self.rec, self.komi + handicap_compensation(self.rec))
         caps = self.rec["captures"]
         return territory_score(self.rec, self.komi, int(caps[B.BLACK]), int(caps[B.WHITE]))
 

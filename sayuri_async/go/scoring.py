@@ -6,8 +6,13 @@ area       stones of a colour plus empty points whose region (connected empty
            points) touches stones of that colour only (Tromp-Taylor).
 territory  empty points whose region touches one colour only, without stones;
            territory scoring adds the prisoners (stones captured).
-score      black's points minus white's points minus komi: positive means
-           black wins. ``result_string`` turns it into ``B+3.5``/``W+0.5``/``0``.
+score      black's points minus white's points minus komi minus white's
+           handicap compensation: positive means black wins.
+           ``result_string`` turns it into ``B+3.5``/``W+0.5``/``0``.
+compensation  points white gets for black's handicap stones: one a stone
+           under area scoring (Chinese rules; Sayuri and KataGo count the
+           same and Sayuri's komi plane includes it), none under territory
+           scoring (``handicap_compensation``).
 ownership  per action (``N*N`` values, row 0 = GTP row 1): +1 black, -1 white,
            0 neutral, by the area rule. Used as the ownership training target.
 """
@@ -90,11 +95,20 @@ def area_balance(rec) -> float:
 
 
 @njit(cache=True)
+def handicap_compensation(rec) -> float:
+    """White's points for the record's handicap stones: one a stone under
+    area scoring (``rec.scoring == 0``), none under territory scoring."""
+    if rec.scoring == 0:
+        return float(rec.handicap)
+    return 0.0
+
+
+@njit(cache=True)
 def area_outcome(rec) -> float:
-    """The Tromp-Taylor result of the record's position with its own komi,
-    for the side to move: +1 win, -1 loss, 0 jigo (the search's value of a
-    game that ended inside the tree)."""
-    s = area_balance(rec) - rec.komi
+    """The Tromp-Taylor result of the record's position with its own komi
+    and handicap compensation, for the side to move: +1 win, -1 loss, 0 jigo
+    (the search's value of a game that ended inside the tree)."""
+    s = area_balance(rec) - rec.komi - handicap_compensation(rec)
     if rec.to_move == WHITE:
         s = -s
     if s > 0:
