@@ -14,7 +14,8 @@ slot      entries live in a direct-mapped table of ``capacity`` (a power of
           entry replaces whatever held its slot (the older entry is the one
           less likely to be asked for again). A lookup is one probe.
 NNCache   the arrays for one board size (``keys [S]``, ``policy [S, A]``,
-          ``wdl [S, 3]``, ``score [S]``) plus Python-side ``get``/``put``
+          ``wdl [S, 3]``, ``score [S]``; ``arrays`` holds the four as the
+          compiled search's handle) plus Python-side ``get``/``put``
           used off the hot path (GTP's score estimates). An empty cache has
           zero slots: the compiled search then skips it.
 """
@@ -38,7 +39,7 @@ def cache_key(rec) -> np.uint64:
     k ^= np.uint64(rec.to_move) * np.uint64(0x9E3779B97F4A7C15)
     k ^= np.uint64(rec.ko) * np.uint64(0xC2B2AE3D27D4EB4F)
     k ^= np.uint64(rec.n) * np.uint64(0x165667B19E3779F9)
-    return k | np.uint64(1)  # odd: never 0 (an empty cache slot), TERMINAL or COLLISION
+    return k | np.uint64(1)  # odd: never 0 (an empty cache slot)
 
 
 @njit(cache=True)
@@ -52,8 +53,12 @@ def cache_lookup(keys, key) -> int:
 
 
 @njit(cache=True)
-def cache_store(keys, c_policy, c_wdl, c_score, key, policy, wdl, score, row: int) -> None:
-    """Copy row ``row`` of a batch's outputs into ``key``'s slot."""
+def cache_store(cache, key, answers, row: int) -> None:
+    """Copy row ``row`` of a batch's ``answers`` (policy ``[B, A]``, wdl
+    ``[B, 3]``, score ``[B]``) into ``key``'s slot of ``cache``
+    (``NNCache.arrays``)."""
+    keys, c_policy, c_wdl, c_score = cache
+    policy, wdl, score = answers
     s = keys.shape[0]
     if s == 0:
         return
@@ -82,6 +87,8 @@ class NNCache:
         self.policy = np.zeros((s, a), dtype=np.float32)  # [S, A]
         self.wdl = np.zeros((s, 3), dtype=np.float32)  # [S, 3]
         self.score = np.zeros(s, dtype=np.float32)  # [S]
+        # the handle the compiled search takes (search/puct.py, "handles")
+        self.arrays = (self.keys, self.policy, self.wdl, self.score)
 
     def get(self, key: int) -> tuple[np.ndarray, np.ndarray, float] | None:
         """(policy [A], wdl [3], score) for ``key``, copies; None on a miss."""
@@ -91,4 +98,4 @@ class NNCache:
         return self.policy[j].copy(), self.wdl[j].copy(), float(self.score[j])
 
     def put(self, key: int, policy: np.ndarray, wdl: np.ndarray, score: np.ndarray, row: int) -> None:
-        cache_store(self.keys, self.policy, self.wdl, self.score, np.uint64(key), policy, wdl, score, row)
+        cache_store(self.arrays, np.uint64(key), (policy, wdl, score), row)

@@ -277,25 +277,24 @@ class Search:
         in rounds of up to ``leaves_per_await`` descents whose leaves wait on
         the network together (one commit, one await, one compiled call each
         way). This loop is the Python side of the hot path: keep it lean."""
-        ws, nodes, edges = self.ws, self.nodes, self.edges
         reserve, commit = ev.reserve, ev.commit
-        cache = ev.nn_cache
-        if cache is None:
-            cache = _NO_CACHE
-        c_keys, c_policy, c_wdl, c_score = cache.keys, cache.policy, cache.wdl, cache.score
-        use_cache = c_keys.shape[0] > 0
+        nn_cache = ev.nn_cache
+        if nn_cache is None:
+            nn_cache = _NO_CACHE
+        cache = nn_cache.arrays
+        use_cache = nn_cache.capacity > 0
         k_max = self._leaves
         budget = self.budget_bytes
+        handle = self.tree_handle()
         done = requests = hits_total = 0
         try:
             while done < count:
                 if budget:
                     self.make_room()
-                    nodes, edges = self.nodes, self.edges
+                    handle = self.tree_handle()
                 planes, slot, room = reserve()
                 want = min(k_max, count - done, room)
-                leaves, completed, hits = descend_round(ws, nodes, edges, planes, slot, want, forced,
-                                                        c_keys, c_policy, c_wdl)
+                leaves, completed, hits = descend_round(handle, planes, slot, want, forced, cache)
                 done += completed
                 requests += leaves + hits
                 hits_total += hits
@@ -304,8 +303,7 @@ class Search:
                         break  # nothing to descend into (every move pruned)
                     continue
                 out = await commit(leaves)
-                finish_round(ws, nodes, edges, leaves, out.policy, out.wdl, out.score, slot,
-                             c_keys, c_policy, c_wdl, c_score)
+                finish_round(handle, leaves, (out.policy, out.wdl, out.score), slot, cache)
                 done += leaves
         finally:
             # the live figures need no finer grain than a call: count once
@@ -316,6 +314,12 @@ class Search:
                 counters.cache_lookups += requests
                 counters.cache_hits += hits_total
         return done
+
+    def tree_handle(self) -> tuple:
+        """The compiled round's tree handle ``(ws, nodes, edges)``
+        (``puct.py``, "handles"); ``make_room`` may replace the pools, so
+        take it again after that."""
+        return self.ws, self.nodes, self.edges
 
     def make_room(self) -> None:
         """With a memory budget: pools with one round's edges and records

@@ -11,33 +11,44 @@ edge order  a node's edges keep its visited children (``child >= 0``) in
             edge, which it makes the unvisited one of highest prior by a swap
             of two 12-byte edges (``_swap``; a subtree stays where it is,
             its edge points to it).
-descend     one playout's way down: replay the root position on the scratch
-            board, choose edges by PUCT (or a forced root edge, used by
-            Gumbel sequential halving), give a child its node record on its
-            first visit, stop at an unexpanded node (a leaf whose features
-            are then encoded for the network) or at the end of the game
-            (scored at once and backed up: no network request). With the
-            node pool full, an edge without a record ends the descent at the
-            node above it, which is evaluated again. At a partly expanded
-            node whose tail edge wins the selection (its best move has no
-            edge yet) the descent stops there and asks the network about it
-            again for more edges (``tree.widen``). An edge that is not a
-            legal move where the descent stands (superko, or simple-illegal
-            in a tree kept for another position) is closed (prior -1) and
-            the descent starts again: each restart closes an edge for good,
-            so a descent always ends.
+walk        one playout's way down (``walk``): replay the root position on
+            the scratch board, choose edges by PUCT (or a forced root edge,
+            used by Gumbel sequential halving), give a child its node record
+            on its first visit, stop at an unexpanded node (a leaf for the
+            network) or at the end of the game (scored at once and backed
+            up: no network request). With the node pool full, an edge
+            without a record ends the walk at the node above it, which is
+            evaluated again. At a partly expanded node whose tail edge wins
+            the selection (its best move has no edge yet) the walk stops
+            there and asks the network about it again for more edges
+            (``tree.widen``). An edge that is not a legal move where the
+            walk stands (superko, or simple-illegal in a tree kept for
+            another position) is closed (prior -1) and the walk starts
+            again: each restart closes an edge for good, so a walk always
+            ends.
+leaf preparation  ``prepare_leaf``: the walk's leaf marked pending, a
+            virtual loss on its path, its planes encoded, its moves
+            collected; its cache key returned.
 cache key   ``infer/cache.cache_key``: two leaves with the same key get
             the same network output.
 round       what one search does between two awaits: up to
-            ``leaves_per_await`` descents in one compiled call
+            ``leaves_per_await`` walks in one compiled call
             (``descend_round``), whose leaves go to the batcher as one
             request of consecutive slots, then one compiled call
             (``finish_round``) that gives them the network's answers. Leaves
             found in the NN cache (``infer/cache.py``) and ends of the game
             are finished inside the round and cost no request.
+handles     the round's arguments grouped as plain tuples (numba types a
+            plain tuple of arrays as fast as separate arguments; a
+            namedtuple costs about 2 us more per call to dispatch):
+            ``tree = (ws, nodes, edges)`` (``Search.tree_handle``: the workspace
+            and the pools of ``tree.py``), ``cache = NNCache.arrays`` (keys
+            ``[S]``, policy ``[S, A]``, wdl ``[S, 3]``, score ``[S]``) and
+            ``answers = (policy [B, A], wdl [B, 3], score [B])``, a batch's
+            network outputs by slot.
 
-The descent encodes leaves with the encoder named by ``ws.encoder`` (see
-``encode_leaf``), and leaves the side to move's idle points (``tree.py``)
+Leaf preparation encodes leaves with the encoder named by ``ws.encoder``
+(see ``encode_leaf``), and leaves the side to move's idle points (``tree.py``)
 out of a leaf's moves where the encoding found them.
 """
 from __future__ import annotations
@@ -59,8 +70,9 @@ from .superko import repeats_position
 from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, TAIL,
                    add_virtual_loss, backup, collect_moves, finish, new_node)
 
-TERMINAL = 0  # descend's answer when the playout ended the game (backed up already)
-COLLISION = 2  # descend's answer when it met a leaf already waiting on the network
+WALK_LEAF = 0  # walk's outcome: a leaf for the network (or a node to widen)
+WALK_END = 1  # walk's outcome: the playout ended the game
+WALK_COLLISION = 2  # walk's outcome: it met a leaf already waiting on the network
 
 
 @njit(cache=True)
@@ -85,7 +97,7 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
     A partly expanded node's tail edge (``tree.py``, "partial") comes after
     its other edges and has the prior of the best move left out, so it is
     scored as full edges would score that move, and only once every written
-    move is visited; the descent widens the node when it wins."""
+    move is visited; the walk widens the node when it wins."""
     nd = nodes[node]
     first = nd.first
     end = first + nd.nchild
@@ -163,17 +175,16 @@ def encode_leaf(w, rec, out, depth: int) -> int:
 
 
 @njit(cache=True)
-def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) -> np.uint64:
-    """One descent. ``forced`` >= 0 is the root child to take (its place
-    among the root's edges). The path (node records) is kept in
-    ``ws.paths[leaf_slot]``. The answer is TERMINAL (0) when the playout
-    ended the game and was backed up already, COLLISION (2) when it met a
-    pending leaf (nothing changed), else the leaf's (odd) cache key: the
-    leaf is marked PENDING, the path carries a virtual loss, the planes
-    (encoder ``ws.encoder``) are in ``planes[slot]``, and ``tree.finish``
-    completes the playout. The leaf is an expanded node to widen
-    (``ws.leaf_widen``) when selection chose a move it has no edge for, or
-    it is a root with only some edges (a kept child)."""
+def walk(ws, nodes, edges, forced: int, leaf_slot: int) -> int:
+    """One playout's way down from the root, on the scratch board. ``forced``
+    >= 0 is the root child to take (its place among the root's edges). The
+    path (node records) is kept in ``ws.paths[leaf_slot]``, its length in
+    ``ws.depths[leaf_slot]``. Returns WALK_COLLISION when it met a pending
+    leaf (nothing changed), WALK_END when the playout ended the game (the
+    end position is on the scratch board), else WALK_LEAF: the path ends at
+    a node for the network, to expand or, with ``ws.leaf_widen`` set, to
+    widen (selection chose a move it has no edge for, or it is a root with
+    only some edges: a kept child)."""
     w = ws[0]
     path = w.paths[leaf_slot]
     while True:
@@ -183,7 +194,7 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
         depth = 0
         path[0] = node
         if nodes[node].state == PENDING:
-            return np.uint64(COLLISION)
+            return WALK_COLLISION
         restart = False
         terminal = False
         r = nodes[node]
@@ -224,7 +235,7 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
             w.path_hash[depth] = h
             node = child
             if nodes[node].state == PENDING:
-                return np.uint64(COLLISION)
+                return WALK_COLLISION
             if rec.passes >= 2 or rec.move_num >= w.max_moves:
                 terminal = True
                 break
@@ -234,44 +245,64 @@ def descend(ws, nodes, edges, planes, slot: int, forced: int, leaf_slot: int) ->
             continue
         w.depths[leaf_slot] = depth
         if terminal:
-            backup(ws, nodes, leaf_slot, area_outcome(rec), False)
-            return np.uint64(TERMINAL)
+            return WALK_END
         w.leaf_widen[leaf_slot] = 1 if widen else 0
-        nodes[node].state = PENDING
-        add_virtual_loss(ws, nodes, leaf_slot)
-        idle = encode_leaf(w, rec, planes[slot], depth)
-        if nodes[node].nchild == 0 or widen:
-            collect_moves(ws, leaf_slot, idle > 0)
-        key = cache_key(rec)
-        sym = 0
-        if w.params[P_RANDOM_SYMMETRY] > 0.0:
-            sym = np.random.randint(0, 8)
-            if sym != 0:
-                permute_planes(planes[slot], w.sym_map[sym], w.sym_buf)
-                key ^= np.uint64(sym) * np.uint64(0xD6E8FEB86659FD92) & ~np.uint64(1)
-        w.leaf_sym[leaf_slot] = sym
-        w.leaf_key[leaf_slot] = key
-        return key
+        return WALK_LEAF
+
+
+@njit(cache=True)
+def prepare_leaf(ws, nodes, planes, slot: int, leaf_slot: int) -> np.uint64:
+    """Make the leaf that ``walk`` reached in ``leaf_slot`` wait on the
+    network: mark it PENDING, put a virtual loss on its path, encode it
+    (encoder ``ws.encoder``, a random symmetry when ``random_symmetry``) into
+    ``planes[slot]``, collect its moves (``tree.collect_moves``) when it is
+    to be expanded or widened. Returns its (odd) cache key, symmetry
+    included; ``tree.finish`` completes the playout."""
+    w = ws[0]
+    rec = w.scratch
+    depth = w.depths[leaf_slot]
+    node = w.paths[leaf_slot, depth]
+    nodes[node].state = PENDING
+    add_virtual_loss(ws, nodes, leaf_slot)
+    idle = encode_leaf(w, rec, planes[slot], depth)
+    if nodes[node].nchild == 0 or w.leaf_widen[leaf_slot]:
+        collect_moves(ws, leaf_slot, idle > 0)
+    key = cache_key(rec)
+    sym = 0
+    if w.params[P_RANDOM_SYMMETRY] > 0.0:
+        sym = np.random.randint(0, 8)
+        if sym != 0:
+            permute_planes(planes[slot], w.sym_map[sym], w.sym_buf)
+            key ^= np.uint64(sym) * np.uint64(0xD6E8FEB86659FD92) & ~np.uint64(1)
+    w.leaf_sym[leaf_slot] = sym
+    w.leaf_key[leaf_slot] = key
+    return key
 
 
 @njit(cache=True, nogil=True)
-def descend_round(ws, nodes, edges, planes, slot: int, want: int, forced: int, c_keys, c_policy, c_wdl):
-    """Up to ``want`` descents; the k-th leaf that needs the network is
-    encoded into ``planes[slot + k]`` and waits in leaf slot k. A
-    collision ends the round early. Returns ``(leaves, completed, hits)``:
-    leaves waiting on the network, playouts already finished (ends of
-    the game and cache hits) and, of those, cache hits."""
+def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
+    """Up to ``want`` playouts' walks (``forced`` as in ``walk``); the k-th
+    leaf that needs the network is encoded into ``planes[slot + k]`` and
+    waits in leaf slot k. Ends of the game are backed up at once, leaves
+    found in ``cache`` are finished from it; a collision ends the round
+    early. Returns ``(leaves, completed, hits)``: leaves waiting on the
+    network, playouts already finished (ends of the game and cache hits)
+    and, of those, cache hits."""
+    ws, nodes, edges = tree
+    keys, c_policy, c_wdl, _ = cache
     leaves = 0
     completed = 0
     hits = 0
     for _ in range(want):
-        key = descend(ws, nodes, edges, planes, slot + leaves, forced, leaves)
-        if key == TERMINAL:
+        outcome = walk(ws, nodes, edges, forced, leaves)
+        if outcome == WALK_COLLISION:
+            break
+        if outcome == WALK_END:
+            backup(ws, nodes, leaves, area_outcome(ws[0].scratch), False)
             completed += 1
             continue
-        if key == COLLISION:
-            break
-        j = cache_lookup(c_keys, key)
+        key = prepare_leaf(ws, nodes, planes, slot + leaves, leaves)
+        j = cache_lookup(keys, key)
         if j >= 0:
             finish(ws, nodes, edges, leaves, c_policy, c_wdl, j)
             completed += 1
@@ -282,11 +313,13 @@ def descend_round(ws, nodes, edges, planes, slot: int, want: int, forced: int, c
 
 
 @njit(cache=True, nogil=True)
-def finish_round(ws, nodes, edges, leaves: int, policy, wdl, score, row: int, c_keys, c_policy, c_wdl, c_score) -> None:
+def finish_round(tree, leaves: int, answers, row: int, cache) -> None:
     """Finish the round's ``leaves`` waiting leaves with rows ``row ..
-    row + leaves - 1`` of a batch's outputs, and remember them in the NN
-    cache (a no-op when it has no slots)."""
+    row + leaves - 1`` of a batch's ``answers``, and remember them in
+    ``cache`` (a no-op when it has no slots)."""
+    ws, nodes, edges = tree
+    policy, wdl, _ = answers
     w = ws[0]
     for i in range(leaves):
         finish(ws, nodes, edges, i, policy, wdl, row + i)
-        cache_store(c_keys, c_policy, c_wdl, c_score, w.leaf_key[i], policy, wdl, score, row + i)
+        cache_store(cache, w.leaf_key[i], answers, row + i)
