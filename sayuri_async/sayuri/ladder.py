@@ -132,6 +132,23 @@ def _diff(black, white, b2, w2, changed) -> None:
 
 
 @njit(cache=True)
+def _has_short_string(rec) -> bool:
+    """Whether a string of ``rec`` has one or two liberties."""
+    n = rec.n
+    w = rec.w
+    color = rec.color
+    libs = rec.libs
+    parent = rec.parent
+    for y in range(n):
+        row = (y + 1) * w + 1
+        for p in range(row, row + n):
+            c = color[p]
+            if (c == BLACK or c == WHITE) and libs[parent[p]] <= 2:
+                return True
+    return False
+
+
+@njit(cache=True)
 def _ladder_pass(rec, out, cache, mode: int) -> None:
     """``ladder_map``'s loop. ``mode`` 0: read every string; 1: also keep
     each string's read-out and footprint as ``cache``'s root entries; 2:
@@ -142,6 +159,8 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
     w = rec.w
     for i in range(n * n):
         out[i] = NOT_LADDER
+    if mode == 2 and not _has_short_string(rec):
+        return  # nothing to read, nothing its children could take
     D = MAX_DEPTH + 1
     S = np.empty(0, BOARD_DTYPE)
     SEL = np.empty((0, SEL_WIDTH), np.int32)
