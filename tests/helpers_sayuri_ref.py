@@ -479,10 +479,13 @@ def eye_aware_game(n: int, moves: int, rng: np.random.Generator, pass_prob: floa
 def compare_with_reference(n: int, roots: int, children: int, seed: int) -> dict:
     """Random positions of both kinds (uniform and eye-aware games), each
     encoded by ``encode_sayuri_v3`` and by the reference, and ``children``
-    random descendants (1-8 moves on) of each encoded by the search's
-    ``encode_sayuri_v3_reuse`` with the position's ladder cache, also
+    random descendants of each (1-8 moves on, or 1-2 moves on from the
+    descendant before) encoded by the search's ``encode_sayuri_v3_reuse``
+    with one ladder cache throughout, also
     against the reference, and their idle points against ``pass_alive_idle``.
-    Returns counts: positions, mismatching positions, reused and read strings."""
+    Returns counts: positions, mismatching positions, and the ladder
+    strings of descendants reused from the root entries, inherited from
+    the parent, remembered and read."""
     from sayuri_async.go import board as B
     from sayuri_async.sayuri.benson import pass_alive_idle
     from sayuri_async.sayuri.encoder import PLANES, encode_sayuri_v3, encode_sayuri_v3_reuse
@@ -504,10 +507,15 @@ def compare_with_reference(n: int, roots: int, children: int, seed: int) -> dict
         positions += 1
         bad += int(not np.array_equal(want, got))
         ladder_map_keep(root[0], lad, cache[0])
-        for _ in range(children):
-            arr = root.copy()
+        arr = root
+        for j in range(children):
+            # every other child goes one or two moves on from the child
+            # before it (whose read-outs the cache keeps, as a search's
+            # parent node), the others 1-8 moves on from the root
+            on = j > 0 and rng.random() < 0.5
+            arr = arr.copy() if on else root.copy()
             mask = np.zeros(n * n + 1, np.uint8)
-            for _ in range(int(rng.integers(1, 9))):
+            for _ in range(int(rng.integers(1, 3 if on else 9))):
                 B.legal_actions(arr[0], mask)
                 B.play(arr[0], B.action_to_point(n, int(rng.choice(np.flatnonzero(mask)))))
             encode_reference(arr[0], want)
@@ -517,4 +525,5 @@ def compare_with_reference(n: int, roots: int, children: int, seed: int) -> dict
             bad += int(not np.array_equal(want, got) or not np.array_equal(idle, idle_want)
                        or k != int(idle_want.sum()))
     c = cache[0]
-    return {"positions": positions, "mismatches": bad, "reused": int(c["reused"]), "read": int(c["read"])}
+    return {"positions": positions, "mismatches": bad, "reused": int(c["reused"]), "inherited": int(c["inherited"]),
+            "remembered": int(c["remembered"]), "read": int(c["read"])}

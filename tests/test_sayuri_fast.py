@@ -50,3 +50,79 @@ def test_the_cache_is_used_and_a_stale_one_is_not_trusted():
     y = np.empty((PLANES, n, n), np.uint8)
     encode_reference(other[0], y)
     assert np.array_equal(x, y)
+
+
+def _on(arr, moves, rng):
+    arr = arr.copy()
+    n = int(arr[0]["n"])
+    mask = np.zeros(n * n + 1, np.uint8)
+    for _ in range(moves):
+        B.legal_actions(arr[0], mask)
+        B.play(arr[0], B.action_to_point(n, int(rng.choice(np.flatnonzero(mask)))))
+    return arr
+
+
+def test_a_leaf_takes_its_parents_read_outs_and_only_where_they_hold():
+    n = 19
+    rng = np.random.default_rng(7)
+    cache = new_ladder_cache()  # no root entries: only the positions' store and the memo
+    want = np.empty(n * n, np.int8)
+    got = np.empty(n * n, np.int8)
+    for _ in range(12):
+        parent = _on(B.random_board(n, 150, rng), 0, rng)
+        ladder_map_reuse(parent[0], got, cache[0])
+        for _ in range(6):
+            child = _on(parent, 1, rng)
+            ladder_map(child[0], want)
+            ladder_map_reuse(child[0], got, cache[0])
+            assert np.array_equal(got, want)
+    assert cache[0]["inherited"] > 0 and cache[0]["read"] > 0
+
+
+def test_a_wrong_parent_is_not_trusted():
+    # a leaf whose history names a stored position as its parent, though
+    # it is many moves on from it: the stones kept with the store decide
+    n = 19
+    rng = np.random.default_rng(8)
+    cache = new_ladder_cache()
+    got = np.empty(n * n, np.int8)
+    want = np.empty(n * n, np.int8)
+    bad = 0
+    for _ in range(20):
+        stored = B.random_board(n, 200, rng)
+        ladder_map_reuse(stored[0], got, cache[0])
+        leaf = _on(stored, 2 * int(rng.integers(3, 8)) + 1, rng)
+        r = leaf[0]
+        r["hist_hash"][(int(r["hist_pos"]) - 1) % B.HISTORY] = stored[0]["hash"]
+        ladder_map(r, want)
+        ladder_map_reuse(r, got, cache[0])
+        bad += int(not np.array_equal(got, want))
+    assert bad == 0 and cache[0]["read"] > 0
+
+
+def test_point_set_fill_is_a_flood_fill():
+    from sayuri_async.sayuri.pointset import SET_WORDS, fill, has, stone_sets
+
+    rng = np.random.default_rng(9)
+    for n in (2, 5, 9, 19, 25):
+        arr = B.random_board(n, int(rng.integers(0, n * n)), rng)
+        rec = arr[0]
+        black, white, empty = (np.empty(SET_WORDS, np.uint64) for _ in range(3))
+        stone_sets(arr[0], black, white, empty)
+        w = n + 2
+        pts = [(y + 1) * w + x + 1 for y in range(n) for x in range(n)]
+        seed = np.zeros(SET_WORDS, np.uint64)
+        start = [p for p in pts if rec["color"][p] == B.EMPTY][:3]
+        for p in start:
+            seed[p >> 6] |= np.uint64(1) << np.uint64(p & 63)
+        out = np.empty(SET_WORDS, np.uint64)
+        fill(seed, empty, w, out)
+        reached, todo = set(start), list(start)  # breadth-first over the empty points
+        while todo:
+            p = todo.pop()
+            for q in (p - 1, p + 1, p - w, p + w):
+                if rec["color"][q] == B.EMPTY and q not in reached:
+                    reached.add(q)
+                    todo.append(q)
+        assert {p for p in pts if has(out, p)} == reached
+        assert all(has(black, p) == (rec["color"][p] == B.BLACK) for p in pts)

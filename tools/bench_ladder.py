@@ -7,8 +7,8 @@ position    a 19x19 board after a random number of uniformly random legal
             leaves many strings short of liberties, so many ladder read-outs.
             Only positions where ``ladder_map`` marks at least one point are
             kept (``--all`` keeps every position).
-ladder_map  one call of ``ladder.ladder_map`` on a position, timed inside
-            compiled code (a Python call with a record argument would add
+ladder_map  one call of ``ladder.ladder_map`` on a position, timed (CPU
+            time of the process, best of 5) inside compiled code (a Python call with a record argument would add
             about 5 us of its own).
 encode      one call of the whole ``sayuri-v3`` encoder, ladders included,
             on the same positions.
@@ -119,11 +119,13 @@ def reuse_loop(recs, kids, src, out, caches, reps: int, reuse: bool) -> int:
 
 
 def best_us(fn, calls: int, tries: int = 5) -> float:
+    """The best of ``tries`` timings of ``fn``, in CPU time (the process's:
+    a loaded machine inflates wall time far more) per call."""
     best = float("inf")
     for _ in range(tries):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn()
-        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+        best = min(best, (time.process_time() - t0) / calls * 1e6)
     return best
 
 

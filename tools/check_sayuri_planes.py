@@ -9,14 +9,17 @@ reference   ``tests/helpers_sayuri_ref.py``: the encoder as it stood before
 root        a random position: uniformly random moves, or random moves that
             keep their own one-point eyes (so pass-alive groups and safe
             areas appear), cut after 0 .. 2*N*N moves.
-child       a position 1-8 random moves on from a root, encoded as the search
-            encodes its leaves (``encode_sayuri_v3_reuse``, ladder read-outs
-            taken from the root's cache); its idle points are checked against
-            ``benson.pass_alive_idle`` too.
+child       a position 1-8 random moves on from a root, or 1-2 moves on from
+            the child before, encoded as the search encodes its leaves
+            (``encode_sayuri_v3_reuse``, ladder read-outs taken from the
+            root's entries, the parent's or the memo of one cache); its idle
+            points are checked against ``benson.pass_alive_idle`` too.
 
 Every root and every child must give the reference's planes byte for byte.
 Prints one line per board size and, last, a JSON object with the counts
-(``positions``, ``mismatches``, ``reused`` and ``read`` strings). Exit
+(``positions``, ``mismatches``, and the children's ladder strings
+``reused`` from the root, ``inherited`` from the parent, ``remembered``
+and ``read``). Exit
 status 1 on any mismatch.
 Usage: ``python tools/check_sayuri_planes.py [--positions 10000] [--sizes 9 13 19] [--seed 1]``.
 """
@@ -47,14 +50,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     per_size = -(-a.positions // len(a.sizes))
     roots = max(1, -(-per_size // (1 + a.children)))
-    total = {"positions": 0, "mismatches": 0, "reused": 0, "read": 0}
+    total = {"positions": 0, "mismatches": 0, "reused": 0, "inherited": 0, "remembered": 0, "read": 0}
     for n in a.sizes:
         t = time.perf_counter()
         r = compare_with_reference(n, roots, a.children, a.seed + n)
         for k in total:
             total[k] += r[k]
         print(f"{n}x{n}: {r['positions']} positions, {r['mismatches']} mismatching; ladder strings at children: "
-              f"{r['reused']} reused, {r['read']} read ({time.perf_counter() - t:.0f} s)", flush=True)
+              f"{r['reused']} reused, {r['inherited']} inherited, {r['remembered']} remembered, {r['read']} read "
+              f"({time.perf_counter() - t:.0f} s)", flush=True)
     print(json.dumps(total))
     return 1 if total["mismatches"] else 0
 

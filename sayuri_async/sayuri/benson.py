@@ -22,7 +22,8 @@ pass-dead   a region left after the pass-alive strings and their vital
 safe area   pass-alive strings, their vital regions and pass-dead regions,
             of both colours (Sayuri's ``Board::ComputeSafeArea``).
 score area  Tromp-Taylor ownership (stones, and empty points reached by one
-            colour only), overwritten by each colour's safe area, black
+            colour only: a point-set fill of the empty points from those
+            next to each colour), overwritten by each colour's safe area, black
             first then white (Sayuri's ``Board::ComputeScoreArea``, area
             rules).
 idle point  an empty point of a vital region of ``c``'s pass-alive strings
@@ -34,8 +35,14 @@ idle point  an empty point of a vital region of ``c``'s pass-alive strings
 Both follow ``src/game/board.cc`` of Sayuri; arrays are on our padded board
 (``go/board.py``): ``p = (y + 1) * W + x + 1``.
 
-How it is computed: regions are labelled once per colour by a flood fill
-that also lists each region's points; strings are the board record's own
+How it is computed: first, with point sets (``pointset.py``), whether two
+regions can be vital at all: a fill of the points not ``c``'s from the
+empty points with no ``c`` neighbour covers every region that is not, and
+when fewer than two regions are left (nearly always before the end of a
+game) nothing of ``c``'s is pass-alive and the pass-dead test is that of a
+board without vital regions. Otherwise regions are labelled by a flood
+fill that also lists each region's points (one fill, ``_components``,
+serves regions and holes); strings are the board record's own
 (``parent`` heads), and Benson's iteration runs on the (string, vital
 region) pairs with a work list, so its cost follows the pairs, not strings
 x regions. The pass-dead test of a region first counts its potential eyes
@@ -50,41 +57,15 @@ import numpy as np
 from numba import njit
 
 from ..go.board import BLACK, BORDER, EMPTY, MAX_P, WHITE
-
-
-@njit(cache=True)
-def _label(mask, n: int, w: int, lab, stack) -> int:
-    """4-connected components of the on-board points where ``mask`` is true;
-    ``lab[p]`` = 1.. (0 elsewhere), numbered in raster order of their first
-    point. Returns the count."""
-    for p in range(w * w):
-        lab[p] = 0
-    k = 0
-    for y in range(n):
-        for x in range(n):
-            p0 = (y + 1) * w + x + 1
-            if not mask[p0] or lab[p0] != 0:
-                continue
-            k += 1
-            lab[p0] = k
-            top = 0
-            stack[top] = p0
-            top += 1
-            while top > 0:
-                top -= 1
-                p = stack[top]
-                for q in (p - w, p - 1, p + 1, p + w):
-                    if mask[q] and lab[q] == 0:
-                        lab[q] = k
-                        stack[top] = q
-                        top += 1
-    return k
+from .pointset import SET_WORDS, fill, has, is_empty, low_bit, neighbours, stone_sets
 
 
 @njit(cache=True)
 def _components(mask, n: int, w: int, lab, pts, starts) -> int:
-    """``_label`` that also lists the points: region ``k`` (1-based) holds
-    ``pts[starts[k - 1]:starts[k]]`` (in flood-fill order)."""
+    """4-connected components of the on-board points where ``mask`` is true;
+    ``lab[p]`` = 1.. (0 elsewhere), numbered in raster order of their first
+    point, and component ``k`` holds ``pts[starts[k - 1]:starts[k]]`` (in
+    flood-fill order). Returns the count."""
     for p in range(w * w):
         lab[p] = 0
     k = 0
@@ -156,13 +137,13 @@ def _eyes_dead(color, w: int, c: int, occ, pts, lo: int, hi: int, inner, mode: i
 
 
 @njit(cache=True)
-def _inner_holes(color, n: int, w: int, region, rid: int, inner, work, holes, stack) -> None:
+def _inner_holes(color, n: int, w: int, region, rid: int, inner, work, holes, pts, starts) -> None:
     """``inner[p]``: p lies in a hole of region ``rid`` (a component of the
     other points that does not touch the edge), with Sayuri's list walk."""
     m = w * w
     for p in range(m):
         work[p] = color[p] != BORDER and region[p] != rid
-    nh = _label(work, n, w, holes, stack)
+    nh = _components(work, n, w, holes, pts, starts)
     edge = np.zeros(nh + 1, np.bool_)
     for p in range(m):
         h = holes[p]
@@ -224,9 +205,45 @@ def _all_dead(rec, c: int, result) -> None:
 
 
 @njit(cache=True)
-def _benson(rec, c: int, result, idle, want_idle: bool) -> None:
+def _few_vital(mine, theirs, empty, w: int) -> bool:
+    """Whether fewer than two regions are vital to the colour of the stones
+    ``mine`` (point sets; ``theirs`` the other colour's): the regions
+    holding an empty point with no stone of ``mine`` next to it are not,
+    so the vital ones are what a fill from those points leaves of the
+    points not ``mine``."""
+    near = np.empty(SET_WORDS, np.uint64)
+    neighbours(mine, w, near)
+    far = np.empty(SET_WORDS, np.uint64)
+    region = np.empty(SET_WORDS, np.uint64)
+    for i in range(SET_WORDS):
+        far[i] = empty[i] & ~near[i]
+        region[i] = theirs[i] | empty[i]
+    open_ = np.empty(SET_WORDS, np.uint64)
+    fill(far, region, w, open_)
+    vital = far  # reused: the points of the vital regions
+    first = -1
+    for i in range(SET_WORDS):
+        vital[i] = region[i] & ~open_[i]
+        if first < 0 and vital[i]:
+            first = i
+    if first < 0:
+        return True
+    seed = near  # reused: the vital region of the first point
+    for i in range(SET_WORDS):
+        seed[i] = 0
+    seed[first] = np.uint64(1) << np.uint64(low_bit(vital[first]))
+    fill(seed, vital, w, open_)
+    for i in range(SET_WORDS):
+        if open_[i] != vital[i]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty) -> None:
     """OR colour ``c``'s safe area into ``result[N*N]``; with ``want_idle``
-    also set ``idle[N*N]`` (cleared first) at ``c``'s idle points."""
+    also set ``idle[N*N]`` (cleared first) at ``c``'s idle points.
+    ``black``, ``white``, ``empty``: ``rec``'s stone sets (``pointset.py``)."""
     n = rec.n
     w = rec.w
     m = w * w
@@ -234,12 +251,12 @@ def _benson(rec, c: int, result, idle, want_idle: bool) -> None:
     if want_idle:
         for i in range(n * n):
             idle[i] = 0
-    has_c = False
-    for p in range(w + 1, m - w - 1):
-        if color[p] == c:
-            has_c = True
-            break
-    if not has_c:  # no string, and no region can be vital: it has empty points
+    mine = black if c == BLACK else white
+    if is_empty(mine):  # no string, and no region can be vital: it has empty points
+        _all_dead(rec, c, result)
+        return
+    if _few_vital(mine, white if c == BLACK else black, empty, w):
+        # no string can have two vital regions: all fall, and with them every vital region
         _all_dead(rec, c, result)
         return
     mask = np.empty(MAX_P, np.bool_)
@@ -399,7 +416,8 @@ def _benson(rec, c: int, result, idle, want_idle: bool) -> None:
     inner = np.empty(0, np.bool_)
     work = np.empty(0, np.bool_)
     holes = np.empty(0, np.int32)
-    stack = np.empty(0, np.int32)
+    hole_pts = np.empty(0, np.int32)
+    hole_starts = np.empty(0, np.int32)
     for rid in range(1, nreg2 + 1):
         lo = starts[rid - 1]
         hi = starts[rid]
@@ -409,8 +427,9 @@ def _benson(rec, c: int, result, idle, want_idle: bool) -> None:
                 inner = np.empty(MAX_P, np.bool_)
                 work = np.empty(MAX_P, np.bool_)
                 holes = np.empty(MAX_P, np.int32)
-                stack = np.empty(MAX_P, np.int32)
-            _inner_holes(color, n, w, lab, rid, inner, work, holes, stack)
+                hole_pts = np.empty(MAX_P, np.int32)
+                hole_starts = np.empty(MAX_P + 1, np.int32)
+            _inner_holes(color, n, w, lab, rid, inner, work, holes, hole_pts, hole_starts)
             dead = _eyes_dead(color, w, c, occ, pts, lo, hi, inner, 2)
         if dead:
             for i in range(lo, hi):
@@ -422,7 +441,11 @@ def _benson(rec, c: int, result, idle, want_idle: bool) -> None:
 def pass_alive_area(rec, c: int, result) -> None:
     """OR colour ``c``'s safe area (pass-alive strings, their vital regions,
     pass-dead regions) into ``result[N*N]`` (uint8 0/1)."""
-    _benson(rec, c, result, result[:0], False)
+    black = np.empty(SET_WORDS, np.uint64)
+    white = np.empty(SET_WORDS, np.uint64)
+    empty = np.empty(SET_WORDS, np.uint64)
+    stone_sets(rec, black, white, empty)
+    _benson(rec, c, result, result[:0], False, black, white, empty)
 
 
 @njit(cache=True)
@@ -431,7 +454,11 @@ def pass_alive_idle(rec, c: int, idle) -> int:
     docstring), 0 elsewhere. Returns how many."""
     nn = rec.n * rec.n
     tmp = np.zeros(nn, np.uint8)
-    _benson(rec, c, tmp, idle, True)
+    black = np.empty(SET_WORDS, np.uint64)
+    white = np.empty(SET_WORDS, np.uint64)
+    empty = np.empty(SET_WORDS, np.uint64)
+    stone_sets(rec, black, white, empty)
+    _benson(rec, c, tmp, idle, True, black, white, empty)
     k = 0
     for i in range(nn):
         k += idle[i]
@@ -442,42 +469,44 @@ def pass_alive_idle(rec, c: int, idle) -> int:
 def reach_area(rec, owner) -> None:
     """Tromp-Taylor owner per action into ``owner[N*N]`` (int8): BLACK,
     WHITE, or EMPTY for points reached by both or neither."""
+    black = np.empty(SET_WORDS, np.uint64)
+    white = np.empty(SET_WORDS, np.uint64)
+    empty = np.empty(SET_WORDS, np.uint64)
+    stone_sets(rec, black, white, empty)
+    _reach_owner(rec, black, white, empty, owner)
+
+
+@njit(cache=True)
+def _reach_owner(rec, black, white, empty, owner) -> None:
+    """``reach_area`` from ``rec``'s stone sets: the empty regions next to
+    a black stone are a fill of the empty points from those next to one,
+    the same for white."""
     n = rec.n
     w = rec.w
+    near = np.empty(SET_WORDS, np.uint64)
+    by_black = np.empty(SET_WORDS, np.uint64)
+    by_white = np.empty(SET_WORDS, np.uint64)
+    neighbours(black, w, near)
+    for i in range(SET_WORDS):
+        near[i] &= empty[i]
+    fill(near, empty, w, by_black)
+    neighbours(white, w, near)
+    for i in range(SET_WORDS):
+        near[i] &= empty[i]
+    fill(near, empty, w, by_white)
     color = rec.color
-    lab = np.zeros(MAX_P, np.int32)
-    pts = np.empty(MAX_P, np.int32)
-    reach = np.zeros(MAX_P // 2 + 2, np.int8)  # per empty region: bit 1 black, bit 2 white
-    k = 0
     for y in range(n):
         for x in range(n):
-            p0 = (y + 1) * w + x + 1
-            c = color[p0]
+            p = (y + 1) * w + x + 1
+            c = color[p]
             if c != EMPTY:
                 owner[y * n + x] = c
                 continue
-            if lab[p0] == 0:
-                k += 1
-                lab[p0] = k
-                bits = 0
-                pts[0] = p0
-                end = 1
-                head = 0
-                while head < end:
-                    p = pts[head]
-                    head += 1
-                    for q in (p - w, p - 1, p + 1, p + w):
-                        cq = color[q]
-                        if cq == EMPTY:
-                            if lab[q] == 0:
-                                lab[q] = k
-                                pts[end] = q
-                                end += 1
-                        elif cq == BLACK or cq == WHITE:
-                            bits |= cq
-                reach[k] = bits
-            b = reach[lab[p0]]
-            owner[y * n + x] = BLACK if b == 1 else (WHITE if b == 2 else EMPTY)
+            b = has(by_black, p)
+            if b != has(by_white, p):
+                owner[y * n + x] = BLACK if b else WHITE
+            else:
+                owner[y * n + x] = EMPTY
 
 
 @njit(cache=True)
@@ -495,12 +524,16 @@ def area_planes_idle(rec, own: int, safe, owner, idle, want_idle: bool) -> None:
     nn = n * n
     for i in range(nn):
         safe[i] = 0
-    reach_area(rec, owner)
+    black = np.empty(SET_WORDS, np.uint64)
+    white = np.empty(SET_WORDS, np.uint64)
+    empty = np.empty(SET_WORDS, np.uint64)
+    stone_sets(rec, black, white, empty)
+    _reach_owner(rec, black, white, empty, owner)
     tmp = np.empty(nn, np.uint8)
     for c in (BLACK, WHITE):
         for i in range(nn):
             tmp[i] = 0
-        _benson(rec, c, tmp, idle, want_idle and c == own)
+        _benson(rec, c, tmp, idle, want_idle and c == own, black, white, empty)
         for i in range(nn):
             if tmp[i]:
                 owner[i] = c
