@@ -314,6 +314,28 @@ class Net(nn.Module):
             "ownership": ownership,  # [B, N*N] in [-1, 1]
         }
 
+    norm_mode = "batch"  # "batch" or "fixed": how the batch norms train (``set_norm_mode``)
+
+    def set_norm_mode(self, mode: str) -> None:
+        """``"batch"``: the batch norms normalise by batch statistics in
+        training and update their running statistics (torch's default).
+        ``"fixed"``: they keep their running statistics and normalise by
+        them in training too, while their scale and shift still learn
+        (fine-tuning a trained network on a small or shifted data set, whose
+        batches would re-estimate the statistics the network plays with)."""
+        if mode not in ("batch", "fixed"):
+            raise ValueError(f"norm {mode!r} is not one of ('batch', 'fixed')")
+        self.norm_mode = mode
+        self.train(self.training)
+
+    def train(self, mode: bool = True) -> "Net":
+        super().train(mode)
+        if mode and self.norm_mode == "fixed":
+            for m in self.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.eval()
+        return self
+
     def fold_batchnorm(self) -> "Net":
         """An eval-mode copy with every BN that follows a convolution folded
         into it (all of them in post-activation; in pre-activation the BN

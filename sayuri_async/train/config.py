@@ -73,7 +73,7 @@ class OptimConfig:
     adam_beta2: float = 0.999
     adam_eps: float = 1e-8
     grad_clip_norm: float = 0.0
-    norms: Literal["batch", "fixed"] = "batch"  # how a Sayuri network's batch norms train
+    norms: Literal["batch", "fixed"] = "batch"  # how the batch norms train (ours and Sayuri's)
 
     def __post_init__(self) -> None:
         at_least(self, 1, "batch_size")

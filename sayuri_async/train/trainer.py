@@ -32,7 +32,8 @@ are ``progress.py``'s; errors are ``errors.py``'s.
 
 A Sayuri network (``--init`` with a Sayuri weights file, our import of one, or
 a trained export of one) trains with all its heads (``losses.loss_names``);
-its norms take ``[optim] norms``. In "batch" mode they are calibrated on the
+its norms take ``[optim] norms`` (as our own networks' do: ``Net.set_norm_mode``).
+In "batch" mode a Sayuri network's norms are calibrated on the
 first batch before the first step (``SayuriNet.calibrate_norms``: the
 function stays the file's), on rank 0, and every rank gets rank 0's weights.
 """
@@ -185,9 +186,9 @@ class Trainer:
                 net, _ = load_any_weights(init)  # ours, a Sayuri file, or our import of one
             except WeightsError as e:
                 raise BadInitWeights(f"--init {e}") from None
-            kind = ""
+            net.set_norm_mode(self.cfg.optim.norms)
+            kind = f"norms {self.cfg.optim.norms}, "
             if isinstance(net, SayuriNet):
-                net.set_norm_mode(self.cfg.optim.norms)
                 self.calibrate_pending = self.cfg.optim.norms == "batch"
                 kind = f"Sayuri v{net.config.version}, norms {self.cfg.optim.norms}, "
             self.say(f"starting from {init} ({kind}{net.config.short_name}); [model] is not used")
@@ -204,6 +205,7 @@ class Trainer:
             return net, sayuri_config
         config = NetConfig.from_dict(self.cfg.model)
         net = init_weights(Net(config), seed=self.cfg.run.seed)
+        net.set_norm_mode(self.cfg.optim.norms)
         return net, config
 
     def _choose_window(self) -> list[tuple[str, int]]:
@@ -263,8 +265,7 @@ class Trainer:
             self.net = new_net(self.net_config)
             self.say("the checkpoint's network differs from [model]; continuing the checkpoint's")
         self.net.load_state_dict(state["model"])
-        if self.sayuri:  # the config's norm mode applies from here on
-            self.net.set_norm_mode(self.cfg.optim.norms)
+        self.net.set_norm_mode(self.cfg.optim.norms)  # the config's norm mode applies from here on
         self.net.to(self.device)
         if self.cfg.run.channels_last and self.device.type == "cuda":
             self.net.to(memory_format=torch.channels_last)
