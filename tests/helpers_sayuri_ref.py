@@ -6,7 +6,7 @@ Vocabulary
 reference   ``encode_reference(rec, out)``: every plane recomputed from the
             record with the original, straightforward code (safe areas by
             labelling every region and string and a string x region
-            matrix; the ladder reader's full ``ladder_map``). The planes it
+            matrix; the ladder reader as it was, copying a board per node: ``helpers_ladder_ref.py``). The planes it
             writes were matched against Sayuri's own on thousands of
             positions (docs/sayuri.md); the fast encoder, its caches and
             its incremental ladder update must write the same bytes.
@@ -19,7 +19,9 @@ from numba import njit
 from sayuri_async.go.board import BLACK, BORDER, EMPTY, HISTORY, MAX_P, NO_KO, PASS, WHITE
 from sayuri_async.sayuri.encoder import (P_AREA, P_KO, P_KOMI, P_LADDER, P_LIBS, P_NEG_KOMI, P_ONES, P_RULE,
                                          komi_count)
-from sayuri_async.sayuri.ladder import LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, ladder_map
+from sayuri_async.sayuri.ladder import LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE
+
+from helpers_ladder_ref import ladder_map_ref
 
 HAS_HIST_MOVE = True
 
@@ -425,7 +427,7 @@ def encode_reference(rec, out) -> None:
                 if 1 <= lib <= 4:
                     o[b + (lib - 1) * nn + y * n + x] = 1
     lad = np.empty(nn, np.int8)
-    ladder_map(rec, lad)
+    ladder_map_ref(rec, lad)
     d = P_LADDER * nn
     for i in range(nn):
         v = lad[i]

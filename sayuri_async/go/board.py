@@ -276,7 +276,7 @@ def hash_after(rec, p: int) -> np.uint64:
 
 
 @njit(cache=True)
-def _remove_group(rec, g: int) -> int:
+def remove_group(rec, g: int) -> int:
     """Remove the group headed by ``g``; returns the stones removed."""
     w = np.int64(rec.w)
     o = rec.color[g]
@@ -310,7 +310,7 @@ def _remove_group(rec, g: int) -> int:
 
 
 @njit(cache=True)
-def _merge(rec, big: int, small: int) -> None:
+def merge_groups(rec, big: int, small: int) -> None:
     """Merge group ``small`` into group ``big`` (both heads, same colour)."""
     w = np.int64(rec.w)
     s = small
@@ -404,7 +404,7 @@ def play_position(rec, p: int) -> int:
     for d in range(4):
         q = p + (-1, 1, -w, w)[d]
         if rec.color[q] == o and rec.libs[rec.parent[q]] == 0:
-            captured += _remove_group(rec, rec.parent[q])
+            captured += remove_group(rec, rec.parent[q])
             cap_point = q
     for d in range(4):
         q = p + (-1, 1, -w, w)[d]
@@ -413,9 +413,9 @@ def play_position(rec, p: int) -> int:
             mine = rec.parent[p]
             if g != mine:
                 if rec.size[g] >= rec.size[mine]:
-                    _merge(rec, g, mine)
+                    merge_groups(rec, g, mine)
                 else:
-                    _merge(rec, mine, g)
+                    merge_groups(rec, mine, g)
     rec.captures[c] += captured
     head = rec.parent[p]
     if captured == 1 and rec.size[head] == 1 and rec.libs[head] == 1:

@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 
 from ..go.board import BLACK, BOARD_DTYPE, HISTORY, MAX_P, WHITE, copy_position
+from ..go.board_undo import UNDO_LEN
 from .ladder_footprint import MAX_STRINGS, footprint, footprint_key
 from .ladder_reader import (LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, MAX_DEPTH, NOT_LADDER,
                             SEL_WIDTH, read_string)
@@ -167,7 +168,8 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
     NSEL = np.zeros(D, np.int32)
     IDX = np.zeros(D, np.int32)
     TURN = np.zeros(D, np.bool_)
-    BI = np.zeros(D, np.int32)
+    MOVED = np.zeros(D, np.bool_)
+    U = np.empty((0, UNDO_LEN), np.int64)
     nodes = np.zeros(1, np.int64)
     verdict = np.zeros(MAX_P, np.int8)  # per string head: 0 unknown, 1 ladder, 2 not
     vital = np.empty((MAX_P, VITAL_MAX), np.int32)  # per string head
@@ -266,13 +268,14 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
                             break
                 if nv < 0:
                     if not loaded:
-                        S = np.empty(D, BOARD_DTYPE)
+                        S = np.empty(1, BOARD_DTYPE)
                         SEL = np.empty((D, SEL_WIDTH), np.int32)
+                        U = np.empty((D, UNDO_LEN), np.int64)
                         copy_position(S[0], rec)
                         loaded = True
                     for i in range(SET_WORDS):
                         seen[i] = 0
-                    nv = read_string(rec, S, SEL, NSEL, IDX, TURN, BI, nodes, p, c, libs, w, vital[g], seen)
+                    nv = read_string(rec, S, SEL, NSEL, IDX, TURN, MOVED, U, nodes, p, c, libs, w, vital[g], seen)
                     if mode == 2:
                         cache.read += 1
                         st = p % MEMO_SETS

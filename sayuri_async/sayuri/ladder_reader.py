@@ -11,13 +11,14 @@ ladder      a prey string that the hunter captures in the read-out: with one
 vital move  for a dead ladder the capturing point (``LADDER_TAKE``), for an
             escapable one each atari that starts a working ladder
             (``LADDER_ATARI``).
-scratch     the search plays moves on a stack of board records ``S[slot]``
-            (``BOARD_DTYPE``), with ``go/board.py``'s own rules: ``play_position`` and
-            ``is_simple_legal`` for either colour (the side to move is set
-            first), ``copy_position`` to copy a board (its history ring is
-            never read here, so it is not copied). A ply copies its parent's
-            board unless the parent had a single candidate move; nothing is
-            undone.
+scratch     the search plays and takes back moves on one board record
+            ``S[0]`` (``BOARD_DTYPE``, a copy of the position), with
+            ``go/board.py``'s own rules: ``is_simple_legal`` for either
+            colour (the side to move is set first) and ``go/board_undo.py``'s
+            ``play_undoable`` / ``undo_play``, one undo record per ply
+            (``U[ply]``), undone as the search backs out of a ply; no board
+            is copied (a copy per node was about a quarter of the reader's
+            time). The history ring is never read or written here.
 
 The search follows Sayuri's ``Board::IsLadder`` (``src/game/board.cc``) rule
 for rule: the prey's candidate moves are its liberty and captures of
@@ -35,7 +36,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..go.board import EMPTY, NO_KO, copy_position, is_simple_legal, play_position
+from ..go.board import EMPTY, NO_KO, is_simple_legal
+from ..go.board_undo import play_undoable, undo_play
 from .pointset import add
 
 MAX_LADDER_NODES = 2000
@@ -83,10 +85,11 @@ def _legal(b, p: int, c: int) -> bool:
 
 
 @njit(cache=True, inline="always")
-def _play(b, p: int, c: int) -> None:
-    """Colour ``c`` plays legal point ``p`` on scratch board ``b``."""
+def _play(b, p: int, c: int, u) -> None:
+    """Colour ``c`` plays legal point ``p`` on scratch board ``b``, keeping
+    what it overwrites in the undo record ``u``."""
     b.to_move = c
-    play_position(b, p)
+    play_undoable(b, p, u)
 
 
 @njit(cache=True)
@@ -155,10 +158,9 @@ def _ladder_libs(b, v: int, c: int, w: int) -> tuple[int, int]:
 
 
 @njit(cache=True)
-def _prey_selections(S, d: int, prey: int, v: int, think_ko: bool, w: int, sel, seen) -> tuple[int, int]:
+def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, sel, seen) -> tuple[int, int]:
     """(verdict, number of candidate moves written to ``sel``); the
     candidates are added to the point set ``seen`` (``pointset.add``)."""
-    b = S[d]
     if b.libs[b.parent[v]] >= 2 or (b.ko != NO_KO and think_ko):
         return _PREY, 0
     n = _string_libs(b, v, w, sel, 0)
@@ -195,8 +197,7 @@ def _prey_selections(S, d: int, prey: int, v: int, think_ko: bool, w: int, sel, 
 
 
 @njit(cache=True)
-def _hunter_selections(S, d: int, prey: int, v: int, w: int, sel, seen) -> tuple[int, int]:
-    b = S[d]
+def _hunter_selections(b, prey: int, v: int, w: int, sel, seen) -> tuple[int, int]:
     libs = b.libs[b.parent[v]]
     if libs >= 3:
         return _PREY, 0
@@ -242,48 +243,54 @@ def _hunter_selections(S, d: int, prey: int, v: int, w: int, sel, seen) -> tuple
 
 
 @njit(cache=True)
-def _enter(S, SEL, NSEL, IDX, TURN, BI, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int,
+def _enter(S, SEL, NSEL, IDX, TURN, MOVED, U, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int,
            nodes, seen) -> int:
     """Start Sayuri's PreyMove (``prey_turn``; ``move`` is the hunter's move,
     or none) or HunterMove (``move`` is the prey's) from the frame at level
-    ``d``. Returns the verdict, or _NEITHER with a frame pushed at level
-    ``d + 1``. The new frame plays on a copy of its parent's board, or on
-    the parent's board itself when that frame has a single candidate (it
-    will not look at its board again; Sayuri does the same)."""
+    ``d``, playing ``move`` on the scratch board with undo record ``U[d + 1]``.
+    Returns the verdict (the move already taken back), or _NEITHER with a
+    frame pushed at level ``d + 1`` (its move stays on the board until
+    ``_read`` pops the frame; ``MOVED`` says whether it played one)."""
     nodes[0] += 1
-    if nodes[0] >= MAX_LADDER_NODES or d + 1 >= S.shape[0]:
+    if nodes[0] >= MAX_LADDER_NODES or d + 1 >= U.shape[0]:
         return _PREY
     e = d + 1
-    src = BI[d]
-    if d > 0 and NSEL[d] == 1:
-        b = src
-    else:
-        b = e
-        copy_position(S[b], S[src])
-    BI[e] = b
+    b = S[0]
+    u = U[e]
+    moved = (not prey_turn) or move != _NULL
     if prey_turn:
-        if move != _NULL:
-            _play(S[b], move, 3 - prey)
-        res, n = _prey_selections(S, b, prey, v, move != _NULL, w, SEL[e], seen)
+        if moved:
+            _play(b, move, 3 - prey, u)
+        res, n = _prey_selections(b, prey, v, move != _NULL, w, SEL[e], seen)
     else:
-        _play(S[b], move, prey)
-        res, n = _hunter_selections(S, b, prey, v, w, SEL[e], seen)
+        _play(b, move, prey, u)
+        res, n = _hunter_selections(b, prey, v, w, SEL[e], seen)
     if res != _NEITHER:
+        if moved:
+            undo_play(b, u)
         return res
     NSEL[e] = n
     IDX[e] = 0
     TURN[e] = prey_turn
+    MOVED[e] = moved
     return _NEITHER
 
 
 @njit(cache=True)
-def _read(S, SEL, NSEL, IDX, TURN, BI, prey: int, v: int, w: int, first: int, nodes, seen) -> int:
+def _pop(S, MOVED, U, e: int) -> None:
+    """Take back the move of the frame at level ``e``."""
+    if MOVED[e]:
+        undo_play(S[0], U[e])
+
+
+@njit(cache=True)
+def _read(S, SEL, NSEL, IDX, TURN, MOVED, U, prey: int, v: int, w: int, first: int, nodes, seen) -> int:
     """Read the ladder of the string at ``v`` from level 0, the prey to play
     after the hunter's ``first`` move (or with none): _PREY or _HUNTER. An
-    explicit stack of frames (level ``e`` holds its board, candidate moves,
-    next candidate and whose turn), no recursion."""
-    BI[0] = 0
-    r = _enter(S, SEL, NSEL, IDX, TURN, BI, 0, True, first, prey, v, w, nodes, seen)
+    explicit stack of frames (level ``e`` holds its candidate moves, next
+    candidate, whose turn and its move's undo record), no recursion; the
+    scratch board is as it was when it returns."""
+    r = _enter(S, SEL, NSEL, IDX, TURN, MOVED, U, 0, True, first, prey, v, w, nodes, seen)
     if r != _NEITHER:
         return r
     top = 1
@@ -291,37 +298,42 @@ def _read(S, SEL, NSEL, IDX, TURN, BI, prey: int, v: int, w: int, first: int, no
     while True:
         e = top
         if res != _NEITHER and ((TURN[e] and res == _PREY) or (not TURN[e] and res == _HUNTER)):
+            _pop(S, MOVED, U, e)
             if e == 1:
                 return res
             top -= 1
             continue
         if IDX[e] >= NSEL[e]:
             res = _HUNTER if TURN[e] else _PREY
+            _pop(S, MOVED, U, e)
             if e == 1:
                 return res
             top -= 1
             continue
         mv = SEL[e, IDX[e]]
         IDX[e] += 1
-        r = _enter(S, SEL, NSEL, IDX, TURN, BI, e, not TURN[e], mv, prey, v, w, nodes, seen)
+        r = _enter(S, SEL, NSEL, IDX, TURN, MOVED, U, e, not TURN[e], mv, prey, v, w, nodes, seen)
         if r == _NEITHER:
             top = e + 1
         res = r
 
 
 @njit(cache=True)
-def read_string(rec, S, SEL, NSEL, IDX, TURN, BI, nodes, p: int, c: int, libs: int, w: int, vital,
+def read_string(rec, S, SEL, NSEL, IDX, TURN, MOVED, U, nodes, p: int, c: int, libs: int, w: int, vital,
                  seen) -> int:
     """Read out the string of colour ``c`` at ``p`` (``libs`` 1 or 2) on
-    ``S[0]`` (a copy of ``rec``); its vital moves go to ``vital``, their
-    number is returned (0: no ladder). Every point a read-out looks at is a
-    candidate noted in ``seen``, or next to one, or in a string next to one
-    (``ladder_footprint.footprint`` makes a set of it)."""
+    ``S[0]`` (a copy of ``rec``, left as it was); ``U`` holds one undo
+    record per ply (``MAX_DEPTH + 1`` of ``UNDO_LEN``), ``SEL``, ``NSEL``,
+    ``IDX``, ``TURN`` and ``MOVED`` one frame per ply. Its vital moves go
+    to ``vital``, their number is returned (0: no ladder). Every point a
+    read-out looks at is a candidate noted in ``seen``, or next to one, or
+    in a string next to one (``ladder_footprint.footprint`` makes a set of
+    it)."""
     libbuf = np.empty(8, np.int32)
     nodes[0] = 0
     nv = 0
     if libs == 1:
-        if _read(S, SEL, NSEL, IDX, TURN, BI, c, p, w, _NULL, nodes, seen) == _HUNTER:
+        if _read(S, SEL, NSEL, IDX, TURN, MOVED, U, c, p, w, _NULL, nodes, seen) == _HUNTER:
             _string_libs(S[0], p, w, libbuf, 0)
             vital[nv] = libbuf[0]
             nv += 1
@@ -331,7 +343,7 @@ def read_string(rec, S, SEL, NSEL, IDX, TURN, BI, nodes, p: int, c: int, libs: i
             a = libbuf[i]
             add(seen, a)
             if _legal(S[0], a, 3 - c):
-                if _read(S, SEL, NSEL, IDX, TURN, BI, c, p, w, a, nodes, seen) == _HUNTER:
+                if _read(S, SEL, NSEL, IDX, TURN, MOVED, U, c, p, w, a, nodes, seen) == _HUNTER:
                     vital[nv] = a
                     nv += 1
     return nv
