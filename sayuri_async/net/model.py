@@ -41,6 +41,9 @@ ACTIVATION_ORDERS = ("post", "pre")
 OUTPUT_KEYS = ("policy", "opp_policy", "wdl", "score", "ownership")
 
 
+NORM_MODES = ("batch", "fixed")  # how batch norms train: ``Net.set_norm_mode``, ``[optim] norms``
+
+
 @dataclass
 class NetConfig:
     blocks: int = 6
@@ -314,7 +317,7 @@ class Net(nn.Module):
             "ownership": ownership,  # [B, N*N] in [-1, 1]
         }
 
-    norm_mode = "batch"  # "batch" or "fixed": how the batch norms train (``set_norm_mode``)
+    norm_mode = "batch"  # one of NORM_MODES: how the batch norms train (``set_norm_mode``)
 
     def set_norm_mode(self, mode: str) -> None:
         """``"batch"``: the batch norms normalise by batch statistics in
@@ -323,8 +326,8 @@ class Net(nn.Module):
         them in training too, while their scale and shift still learn
         (fine-tuning a trained network on a small or shifted data set, whose
         batches would re-estimate the statistics the network plays with)."""
-        if mode not in ("batch", "fixed"):
-            raise ValueError(f"norm {mode!r} is not one of ('batch', 'fixed')")
+        if mode not in NORM_MODES:
+            raise ValueError(f"norm {mode!r} is not one of {NORM_MODES}")
         self.norm_mode = mode
         self.train(self.training)
 

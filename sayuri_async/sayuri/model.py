@@ -59,7 +59,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..net.model import Net
+from ..net.model import NORM_MODES, Net
 from .encoder import NAME as ENCODER_NAME
 from .encoder import PLANES
 from .inputs import decode_inputs
@@ -75,7 +75,6 @@ MISC_SCORES = slice(8, 13)  # scores, same order
 MISC_ERRORS = slice(13, 15)  # short-term Q error, short-term score error
 Q_ERROR_SCALE = 0.25
 SCORE_ERROR_SCALE = 150.0
-NORM_MODES = ("batch", "fixed")
 NORM_EPS = 1e-5
 NORM_MOMENTUM = 0.01
 
@@ -315,6 +314,7 @@ class SayuriNet(Net):
     def set_norm_mode(self, mode: str) -> None:
         if mode not in NORM_MODES:
             raise ValueError(f"norm {mode!r} is not one of {NORM_MODES}")
+        self.norm_mode = mode
         self.config.norm = mode
         for cn in self.conv_norms():
             if isinstance(cn.norm, Norm):

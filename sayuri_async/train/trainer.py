@@ -190,7 +190,7 @@ class Trainer:
             kind = f"norms {self.cfg.optim.norms}, "
             if isinstance(net, SayuriNet):
                 self.calibrate_pending = self.cfg.optim.norms == "batch"
-                kind = f"Sayuri v{net.config.version}, norms {self.cfg.optim.norms}, "
+                kind = f"Sayuri v{net.config.version}, " + kind
             self.say(f"starting from {init} ({kind}{net.config.short_name}); [model] is not used")
             net.train()
             return net, net.config
