@@ -112,3 +112,18 @@ def test_features_commute_with_symmetry(n: int) -> None:
             g.play(a)
             h.play(int(m[a]))
             assert np.array_equal(apply_planes(enc(g.arr), k), enc(h.arr))
+
+
+@pytest.mark.parametrize("n, planes", [(9, 25), (19, 43), (7, 3)])
+def test_permute_planes_in_place_matches_apply_planes(n: int, planes: int) -> None:
+    # the search's in-place permutation (a leaf shown in symmetry k) must put
+    # every cell where apply_planes does, for every k and every plane
+    from sayuri_async.symmetry import permute_planes
+
+    rng = np.random.default_rng(n)
+    x = rng.integers(0, 256, size=(planes, n, n)).astype(np.uint8)
+    buf = np.empty(planes * n * n, np.uint8)
+    for k in range(8):
+        got = x.copy()
+        permute_planes(got, action_map(k, n).astype(np.int16), buf)
+        np.testing.assert_array_equal(got, apply_planes(x, k))
