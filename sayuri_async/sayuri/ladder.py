@@ -20,9 +20,11 @@ cache       a ``LADDER_CACHE_DTYPE`` record a search keeps (``tree.py``'s
               stones; a leaf looks up its parent (the position before its
               last move, whose hash its history ring holds), which the
               search encoded when it was a leaf itself;
-            - the *memo*: read-outs by string point, each checked by the
-              key of the stones on its footprint (``MEMO_SETS`` x
-              ``MEMO_WAYS``).
+            - the *memo*: read-outs by string point, each kept with the
+              stones on its footprint (``MEMO_SETS`` x ``MEMO_WAYS``) and
+              served where the stones there are the same (compared as
+              point sets, word by word: exact, and cheaper than hashing
+              them).
 
             A read-out of a stored position serves a string of ``rec``
             when no point of its footprint holds other stones than in
@@ -37,7 +39,7 @@ from numba import njit
 
 from ..go.board import BLACK, BOARD_DTYPE, HISTORY, MAX_P, WHITE, copy_position
 from ..go.board_undo import UNDO_LEN
-from .ladder_footprint import MAX_STRINGS, footprint, footprint_key
+from .ladder_footprint import MAX_STRINGS, footprint
 from .ladder_reader import (LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, MAX_DEPTH, NOT_LADDER,
                             SEL_WIDTH, read_string)
 from .pointset import SET_WORDS, has, stone_sets
@@ -70,7 +72,9 @@ LADDER_CACHE_DTYPE = np.dtype(
         ("vital", np.int16, (MAX_ENTRIES, VITAL_MAX)),
         ("memo_n", np.int32),  # board size of the memo's and the positions' entries (0: empty)
         ("m_p", np.int16, (MEMO,)),  # the string's first point (0: a free slot)
-        ("m_key", np.uint64, (MEMO,)),  # key of the stones on its footprint (and the ko point in it)
+        ("m_black", np.uint64, (MEMO, SET_WORDS)),  # the black stones on its footprint
+        ("m_white", np.uint64, (MEMO, SET_WORDS)),  # the white stones on its footprint
+        ("m_ko", np.int32, (MEMO,)),  # the ko point when it is on the footprint, else 0
         ("m_fp", np.uint64, (MEMO, SET_WORDS)),
         ("m_nv", np.int8, (MEMO,)),
         ("m_vital", np.int16, (MEMO, VITAL_MAX)),
@@ -124,6 +128,31 @@ def _fits(fp, changed, ko_moved: bool, ko_a: int, ko_b: int) -> bool:
         if ko_b != 0 and has(fp, ko_b):
             return False
     return True
+
+
+@njit(cache=True, inline="always")
+def _ko_on(fp, ko: int) -> int:
+    """The ko point when it is a point of ``fp``, else 0."""
+    return ko if ko != 0 and has(fp, ko) else 0
+
+
+@njit(cache=True, inline="always")
+def _same_on(fp, black, white, fb, fw, ko: int, fko: int) -> bool:
+    """Whether the stones ``black``/``white`` on the points of ``fp`` are
+    ``fb``/``fw`` and the ko point on it is ``fko`` (a memo entry's)."""
+    for i in range(SET_WORDS):
+        if (black[i] & fp[i]) != fb[i] or (white[i] & fp[i]) != fw[i]:
+            return False
+    return _ko_on(fp, ko) == fko
+
+
+@njit(cache=True, inline="always")
+def _keep_on(fp, black, white, fb, fw, ko: int, m_ko, e: int) -> None:
+    """Keep the stones and the ko point on ``fp`` as memo entry ``e``'s."""
+    for i in range(SET_WORDS):
+        fb[i] = black[i] & fp[i]
+        fw[i] = white[i] & fp[i]
+    m_ko[e] = _ko_on(fp, ko)
 
 
 @njit(cache=True, inline="always")
@@ -258,7 +287,8 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
                 if nv < 0 and mode == 2:
                     base = (p % MEMO_SETS) * MEMO_WAYS
                     for e in range(base, base + MEMO_WAYS):
-                        if cache.m_p[e] == p and footprint_key(rec, cache.m_fp[e]) == cache.m_key[e]:
+                        if cache.m_p[e] == p and _same_on(cache.m_fp[e], black, white, cache.m_black[e],
+                                                          cache.m_white[e], rec.ko, cache.m_ko[e]):
                             nv = cache.m_nv[e]
                             for k in range(nv):
                                 vital[g, k] = cache.m_vital[e, k]
@@ -283,7 +313,8 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
                         cache.m_next[st] = (cache.m_next[st] + 1) % MEMO_WAYS
                         footprint(rec, p, c, seen, cache.m_fp[e], mark)
                         cache.m_p[e] = p
-                        cache.m_key[e] = footprint_key(rec, cache.m_fp[e])
+                        _keep_on(cache.m_fp[e], black, white, cache.m_black[e], cache.m_white[e], rec.ko,
+                                 cache.m_ko, e)
                         cache.m_nv[e] = nv
                         for k in range(nv):
                             cache.m_vital[e, k] = vital[g, k]

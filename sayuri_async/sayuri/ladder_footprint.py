@@ -10,41 +10,16 @@ footprint   ``footprint(rec, p, c, seen, fp, mark)``: a point set holding
             (see the function). Two positions with the same stones on the
             footprint, and the same ko point or one outside it, read that
             string the same.
-key         ``footprint_key(rec, fp)``: the Zobrist hash of ``rec``'s stones
-            on a footprint (and of the ko point in it): equal keys, the
-            same read-out, up to a 64-bit hash collision.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from ..go.board import BLACK, MAX_P, WHITE, ZOBRIST
-from .pointset import has, low_bit
+from ..go.board import BLACK, MAX_P, WHITE
+from .pointset import low_bit
 
 MAX_STRINGS = MAX_P // 2 + 1  # strings a board can hold
-_KO_SALT = np.uint64(0x9E3779B97F4A7C15)
-
-
-@njit(cache=True)
-def footprint_key(rec, fp) -> np.uint64:
-    """Zobrist hash of ``rec``'s stones on the points of ``fp``, and of the
-    ko point when it is one of them (empty points add nothing)."""
-    k = np.uint64(0)
-    color = rec.color
-    for i in range(fp.shape[0]):
-        wd = fp[i]
-        while wd:
-            b = low_bit(wd)
-            q = i * 64 + b
-            c = color[q]
-            if c == BLACK or c == WHITE:
-                k ^= ZOBRIST[c, q]
-            wd ^= np.uint64(1) << np.uint64(b)
-    ko = rec.ko
-    if ko != 0 and has(fp, ko):
-        k ^= np.uint64(ko) * _KO_SALT
-    return k
 
 
 @njit(cache=True, inline="always")
@@ -88,18 +63,21 @@ def footprint(rec, p: int, c: int, seen, fp, mark) -> None:
     heads[0] = parent[p]
     mark[parent[p]] = True
     nh = 1
-    for x in range(w * w):
-        if not seen[x >> 6] & (np.uint64(1) << np.uint64(x & 63)):
-            continue
-        _set_near(fp, x, w)
-        for q in (x, x - 1, x + 1, x - w, x + w):
-            cq = color[q]
-            if cq == BLACK or cq == WHITE:
-                h = parent[q]
-                if not mark[h]:
-                    mark[h] = True
-                    heads[nh] = h
-                    nh += 1
+    for i in range(seen.shape[0]):  # the candidates: the set bits only, in raster order
+        word = seen[i]
+        while word:
+            b = low_bit(word)
+            word ^= np.uint64(1) << np.uint64(b)
+            x = np.int64(i * 64 + b)
+            _set_near(fp, x, w)
+            for q in (x, x - 1, x + 1, x - w, x + w):
+                cq = color[q]
+                if cq == BLACK or cq == WHITE:
+                    h = parent[q]
+                    if not mark[h]:
+                        mark[h] = True
+                        heads[nh] = h
+                        nh += 1
     base = nh
     for j in range(base):  # the strings next to the prey's colour among them
         h = heads[j]
