@@ -86,10 +86,16 @@ def test_shipped_selfplay_configs_load(name):
     assert cfg.search_config().edge_capacity >= 20_000
 
 
-@pytest.mark.parametrize("name", ["loop-9x9.toml", "loop-7x7.toml"])
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "configs").glob("loop-*.toml")))
 def test_shipped_loop_configs_load(name):
     loop_cfg, sp, train = load_loop_config(str(ROOT / "configs" / name))
     assert sp.search.leaves_per_await == 4 and train.data.board_size == sp.board_sizes[0]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "configs").glob("train-*.toml")))
+def test_shipped_train_configs_load(name):
+    cfg = load_train(str(ROOT / "configs" / name))
+    assert cfg.schedule.total > 0 and cfg.data.board_size in (7, 9, 13, 19)
 
 
 # (loader, table, the file's lines, the key the error must name); one case per range check
