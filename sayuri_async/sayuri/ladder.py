@@ -38,10 +38,9 @@ import numpy as np
 from numba import njit
 
 from ..go.board import BLACK, BOARD_DTYPE, HISTORY, MAX_P, WHITE, copy_position
-from ..go.board_undo import UNDO_LEN
 from .ladder_footprint import MAX_STRINGS, footprint
-from .ladder_reader import (LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, MAX_DEPTH, NOT_LADDER,
-                            SEL_WIDTH, read_string)
+from .ladder_reader import (LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, NOT_LADDER, READER_DTYPE,
+                            read_string)
 from .pointset import SET_WORDS, has, stone_sets
 
 __all__ = ["LADDER_ATARI", "LADDER_CACHE_DTYPE", "LADDER_DEATH", "LADDER_ESCAPABLE", "LADDER_TAKE", "NOT_LADDER",
@@ -191,19 +190,11 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
         out[i] = NOT_LADDER
     if mode == 2 and not _has_short_string(rec):
         return  # nothing to read, nothing its children could take
-    D = MAX_DEPTH + 1
-    S = np.empty(0, BOARD_DTYPE)
-    SEL = np.empty((0, SEL_WIDTH), np.int32)
-    NSEL = np.zeros(D, np.int32)
-    IDX = np.zeros(D, np.int32)
-    TURN = np.zeros(D, np.bool_)
-    MOVED = np.zeros(D, np.bool_)
-    U = np.empty((0, UNDO_LEN), np.int64)
-    nodes = np.zeros(1, np.int64)
+    S = np.empty(0, BOARD_DTYPE)  # the scratch board and the reader, made at the first read
+    R = np.empty(0, READER_DTYPE)
     verdict = np.zeros(MAX_P, np.int8)  # per string head: 0 unknown, 1 ladder, 2 not
     vital = np.empty((MAX_P, VITAL_MAX), np.int32)  # per string head
     nvital = np.zeros(MAX_P, np.int8)
-    seen = np.zeros(SET_WORDS, np.uint64)
     mark = np.zeros(0, np.bool_)
     black = np.empty(SET_WORDS, np.uint64)
     white = np.empty(SET_WORDS, np.uint64)
@@ -299,13 +290,14 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
                 if nv < 0:
                     if not loaded:
                         S = np.empty(1, BOARD_DTYPE)
-                        SEL = np.empty((D, SEL_WIDTH), np.int32)
-                        U = np.empty((D, UNDO_LEN), np.int64)
+                        R = np.empty(1, READER_DTYPE)
                         copy_position(S[0], rec)
                         loaded = True
+                    reader = R[0]
+                    seen = reader.seen
                     for i in range(SET_WORDS):
                         seen[i] = 0
-                    nv = read_string(rec, S, SEL, NSEL, IDX, TURN, MOVED, U, nodes, p, c, libs, w, vital[g], seen)
+                    nv = read_string(S[0], reader, p, c, libs, w, vital[g])
                     if mode == 2:
                         cache.read += 1
                         st = p % MEMO_SETS

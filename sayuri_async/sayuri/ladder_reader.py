@@ -19,6 +19,15 @@ scratch     the search plays and takes back moves on one board record
             (``U[ply]``), undone as the search backs out of a ply; no board
             is copied (a copy per node was about a quarter of the reader's
             time). The history ring is never read or written here.
+reader      the read-out's own state, one ``READER_DTYPE`` record (``new_reader``):
+            per ply its candidate moves (``sel``, ``nsel``), the next one to
+            try (``idx``), whose turn (``turn``), whether it played a move
+            (``moved``) and its undo record (``undo``); the point set of the
+            candidates tried (``seen``) and the node count (``nodes``). One
+            record, not an array each: numba counts references to every
+            array argument on entry and exit of a call, about a fifth of a
+            node's time when these were seven arrays; a record's fields are
+            not counted.
 
 The search follows Sayuri's ``Board::IsLadder`` (``src/game/board.cc``) rule
 for rule: the prey's candidate moves are its liberty and captures of
@@ -37,12 +46,28 @@ import numpy as np
 from numba import njit
 
 from ..go.board import EMPTY, NO_KO, is_simple_legal
-from ..go.board_undo import play_undoable, undo_play
-from .pointset import add
+from ..go.board_undo import UNDO_LEN, play_undoable, undo_play
+from .pointset import SET_WORDS, add
 
 MAX_LADDER_NODES = 2000
 MAX_DEPTH = 160
 SEL_WIDTH = 64  # candidate moves kept per ply (more are dropped)
+PLIES = MAX_DEPTH + 1
+
+READER_DTYPE = np.dtype(
+    [
+        ("sel", np.int32, (PLIES, SEL_WIDTH)),  # [ply, candidate]
+        ("nsel", np.int32, (PLIES,)),
+        ("idx", np.int32, (PLIES,)),
+        ("turn", np.uint8, (PLIES,)),  # 1: the prey's turn at this ply (numba's records hold no bool arrays)
+        ("moved", np.uint8, (PLIES,)),  # 1: the ply played a move
+        ("undo", np.int64, (PLIES, UNDO_LEN)),  # [ply, go/board_undo.py slot]
+        ("seen", np.uint64, (SET_WORDS,)),
+        ("libbuf", np.int32, (1, 8)),
+        ("nodes", np.int64),
+    ],
+    align=True,
+)
 
 NOT_LADDER = 0
 LADDER_DEATH = 1
@@ -93,9 +118,9 @@ def _play(b, p: int, c: int, u) -> None:
 
 
 @njit(cache=True)
-def _string_libs(b, v: int, w: int, out, n: int) -> int:
-    """Append the liberties of the string at ``v`` to ``out[n:]`` (no
-    duplicates within ``out[:n]``), in the order of a walk along its stone
+def _string_libs(b, v: int, w: int, out, row: int, n: int) -> int:
+    """Append the liberties of the string at ``v`` to ``out[row, n:]`` (no
+    duplicates within ``out[row, :n]``), in the order of a walk along its stone
     ring; returns the new length. The reader only asks for strings of one
     or two liberties, so the walk stops once it has met as many distinct
     ones as the string has (the same list, sooner; a string of more
@@ -117,11 +142,11 @@ def _string_libs(b, v: int, w: int, out, n: int) -> int:
                     found += 1
                 seen = False
                 for i in range(n):
-                    if out[i] == q:
+                    if out[row, i] == q:
                         seen = True
                         break
-                if not seen and n < out.shape[0]:
-                    out[n] = q
+                if not seen and n < out.shape[1]:
+                    out[row, n] = q
                     n += 1
         if want <= 2 and found >= want:
             break
@@ -158,31 +183,32 @@ def _ladder_libs(b, v: int, c: int, w: int) -> tuple[int, int]:
 
 
 @njit(cache=True)
-def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, sel, seen) -> tuple[int, int]:
-    """(verdict, number of candidate moves written to ``sel``); the
-    candidates are added to the point set ``seen`` (``pointset.add``)."""
+def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int) -> tuple[int, int]:
+    """(verdict, number of candidate moves written to ``r.sel[e, e]``); the
+    candidates are added to the point set ``r.seen`` (``pointset.add``)."""
     if b.libs[b.parent[v]] >= 2 or (b.ko != NO_KO and think_ko):
         return _PREY, 0
-    n = _string_libs(b, v, w, sel, 0)
-    not_cap = sel[0]
+    sel = r.sel
+    n = _string_libs(b, v, w, r.sel, e, 0)
+    not_cap = sel[e, 0]
     hunter = 3 - prey
     s = v
     while True:  # liberties of adjacent hunter strings in atari: the captures
         for k in range(4):
             q = s + _dir(w, k)
             if b.color[q] == hunter and b.libs[b.parent[q]] == 1:
-                n = _string_libs(b, q, w, sel, n)
+                n = _string_libs(b, q, w, r.sel, e, n)
         s = b.nxt[s]
         if s == v:
             break
     for i in range(n):
-        add(seen, sel[i])
+        add(r.seen, sel[e, i])
     m = 0
     has_not_cap = False
     for i in range(n):
-        if _legal(b, sel[i], prey):
-            sel[m] = sel[i]
-            if sel[i] == not_cap:
+        if _legal(b, sel[e, i], prey):
+            sel[e, m] = sel[e, i]
+            if sel[e, i] == not_cap:
                 has_not_cap = True
             m += 1
     if m == 0:
@@ -197,17 +223,18 @@ def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, sel, seen) ->
 
 
 @njit(cache=True)
-def _hunter_selections(b, prey: int, v: int, w: int, sel, seen) -> tuple[int, int]:
+def _hunter_selections(b, prey: int, v: int, w: int, r, e: int) -> tuple[int, int]:
     libs = b.libs[b.parent[v]]
     if libs >= 3:
         return _PREY, 0
     if libs <= 1:
         return _HUNTER, 0
-    _string_libs(b, v, w, sel, 0)
-    m1 = sel[0]
-    m2 = sel[1]
-    add(seen, m1)
-    add(seen, m2)
+    sel = r.sel
+    _string_libs(b, v, w, r.sel, e, 0)
+    m1 = sel[e, 0]
+    m2 = sel[e, 1]
+    add(r.seen, m1)
+    add(r.seen, m2)
     adjacent = False
     for k in range(4):
         if m1 + _dir(w, k) == m2:
@@ -222,20 +249,20 @@ def _hunter_selections(b, prey: int, v: int, w: int, sel, seen) -> tuple[int, in
         return _PREY, 0
     if l1 >= 3:
         if _legal(b, m1, hunter):
-            sel[n] = m1
+            sel[e, n] = m1
             n += 1
     elif l2 >= 3:
         if _legal(b, m2, hunter):
-            sel[n] = m2
+            sel[e, n] = m2
             n += 1
     else:
         ok1 = _legal(b, m1, hunter)
         ok2 = _legal(b, m2, hunter)
         if ok1:
-            sel[n] = m1
+            sel[e, n] = m1
             n += 1
         if ok2:
-            sel[n] = m2
+            sel[e, n] = m2
             n += 1
     if n == 0:
         return _PREY, 0
@@ -243,107 +270,106 @@ def _hunter_selections(b, prey: int, v: int, w: int, sel, seen) -> tuple[int, in
 
 
 @njit(cache=True)
-def _enter(S, SEL, NSEL, IDX, TURN, MOVED, U, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int,
-           nodes, seen) -> int:
+def _enter(b, r, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int) -> int:
     """Start Sayuri's PreyMove (``prey_turn``; ``move`` is the hunter's move,
     or none) or HunterMove (``move`` is the prey's) from the frame at level
-    ``d``, playing ``move`` on the scratch board with undo record ``U[d + 1]``.
-    Returns the verdict (the move already taken back), or _NEITHER with a
-    frame pushed at level ``d + 1`` (its move stays on the board until
-    ``_read`` pops the frame; ``MOVED`` says whether it played one)."""
-    nodes[0] += 1
-    if nodes[0] >= MAX_LADDER_NODES or d + 1 >= U.shape[0]:
+    ``d``, playing ``move`` on the scratch board ``b`` with undo record
+    ``r.undo[d + 1]``. Returns the verdict (the move already taken back),
+    or _NEITHER with a frame pushed at level ``d + 1`` (its move stays on
+    the board until ``_read`` pops the frame; ``r.moved`` says whether it
+    played one)."""
+    r.nodes += 1
+    if r.nodes >= MAX_LADDER_NODES or d + 1 >= PLIES:
         return _PREY
     e = d + 1
-    b = S[0]
-    u = U[e]
     moved = (not prey_turn) or move != _NULL
     if prey_turn:
         if moved:
-            _play(b, move, 3 - prey, u)
-        res, n = _prey_selections(b, prey, v, move != _NULL, w, SEL[e], seen)
+            _play(b, move, 3 - prey, r.undo[e])
+        res, n = _prey_selections(b, prey, v, move != _NULL, w, r, e)
     else:
-        _play(b, move, prey, u)
-        res, n = _hunter_selections(b, prey, v, w, SEL[e], seen)
+        _play(b, move, prey, r.undo[e])
+        res, n = _hunter_selections(b, prey, v, w, r, e)
     if res != _NEITHER:
         if moved:
-            undo_play(b, u)
+            undo_play(b, r.undo[e])
         return res
-    NSEL[e] = n
-    IDX[e] = 0
-    TURN[e] = prey_turn
-    MOVED[e] = moved
+    r.nsel[e] = n
+    r.idx[e] = 0
+    r.turn[e] = 1 if prey_turn else 0
+    r.moved[e] = 1 if moved else 0
     return _NEITHER
 
 
 @njit(cache=True)
-def _pop(S, MOVED, U, e: int) -> None:
+def _pop(b, r, e: int) -> None:
     """Take back the move of the frame at level ``e``."""
-    if MOVED[e]:
-        undo_play(S[0], U[e])
+    if r.moved[e] != 0:
+        undo_play(b, r.undo[e])
 
 
 @njit(cache=True)
-def _read(S, SEL, NSEL, IDX, TURN, MOVED, U, prey: int, v: int, w: int, first: int, nodes, seen) -> int:
+def _read(b, r, prey: int, v: int, w: int, first: int) -> int:
     """Read the ladder of the string at ``v`` from level 0, the prey to play
     after the hunter's ``first`` move (or with none): _PREY or _HUNTER. An
-    explicit stack of frames (level ``e`` holds its candidate moves, next
-    candidate, whose turn and its move's undo record), no recursion; the
-    scratch board is as it was when it returns."""
-    r = _enter(S, SEL, NSEL, IDX, TURN, MOVED, U, 0, True, first, prey, v, w, nodes, seen)
-    if r != _NEITHER:
-        return r
+    explicit stack of frames (level ``e`` of ``r`` holds its candidate
+    moves, next candidate, whose turn and its move's undo record), no
+    recursion; the scratch board ``b`` is as it was when it returns."""
+    res = _enter(b, r, 0, True, first, prey, v, w)
+    if res != _NEITHER:
+        return res
     top = 1
-    res = _NEITHER
     while True:
         e = top
-        if res != _NEITHER and ((TURN[e] and res == _PREY) or (not TURN[e] and res == _HUNTER)):
-            _pop(S, MOVED, U, e)
+        if res != _NEITHER and ((r.turn[e] != 0 and res == _PREY) or (r.turn[e] == 0 and res == _HUNTER)):
+            _pop(b, r, e)
             if e == 1:
                 return res
             top -= 1
             continue
-        if IDX[e] >= NSEL[e]:
-            res = _HUNTER if TURN[e] else _PREY
-            _pop(S, MOVED, U, e)
+        if r.idx[e] >= r.nsel[e]:
+            res = _HUNTER if r.turn[e] != 0 else _PREY
+            _pop(b, r, e)
             if e == 1:
                 return res
             top -= 1
             continue
-        mv = SEL[e, IDX[e]]
-        IDX[e] += 1
-        r = _enter(S, SEL, NSEL, IDX, TURN, MOVED, U, e, not TURN[e], mv, prey, v, w, nodes, seen)
-        if r == _NEITHER:
+        mv = r.sel[e, r.idx[e]]
+        r.idx[e] += 1
+        res = _enter(b, r, e, r.turn[e] == 0, mv, prey, v, w)
+        if res == _NEITHER:
             top = e + 1
-        res = r
+
+
+def new_reader() -> np.ndarray:
+    """A reader's state (an array of one ``READER_DTYPE`` record)."""
+    return np.empty(1, READER_DTYPE)
 
 
 @njit(cache=True)
-def read_string(rec, S, SEL, NSEL, IDX, TURN, MOVED, U, nodes, p: int, c: int, libs: int, w: int, vital,
-                 seen) -> int:
-    """Read out the string of colour ``c`` at ``p`` (``libs`` 1 or 2) on
-    ``S[0]`` (a copy of ``rec``, left as it was); ``U`` holds one undo
-    record per ply (``MAX_DEPTH + 1`` of ``UNDO_LEN``), ``SEL``, ``NSEL``,
-    ``IDX``, ``TURN`` and ``MOVED`` one frame per ply. Its vital moves go
-    to ``vital``, their number is returned (0: no ladder). Every point a
-    read-out looks at is a candidate noted in ``seen``, or next to one, or
-    in a string next to one (``ladder_footprint.footprint`` makes a set of
-    it)."""
-    libbuf = np.empty(8, np.int32)
-    nodes[0] = 0
+def read_string(b, r, p: int, c: int, libs: int, w: int, vital) -> int:
+    """Read out the string of colour ``c`` at ``p`` (``libs`` 1 or 2) on the
+    scratch board ``b`` (a copy of the position, left as it was) with the
+    reader record ``r`` (``READER_DTYPE``). Its vital moves go to
+    ``vital``, their number is returned (0: no ladder). Every point a
+    read-out looks at is a candidate noted in ``r.seen`` (which it does
+    not clear), or next to one, or in a string next to one
+    (``ladder_footprint.footprint`` makes a set of it)."""
+    libbuf = r.libbuf
+    r.nodes = 0
     nv = 0
     if libs == 1:
-        if _read(S, SEL, NSEL, IDX, TURN, MOVED, U, c, p, w, _NULL, nodes, seen) == _HUNTER:
-            _string_libs(S[0], p, w, libbuf, 0)
-            vital[nv] = libbuf[0]
+        if _read(b, r, c, p, w, _NULL) == _HUNTER:
+            _string_libs(b, p, w, libbuf, 0, 0)
+            vital[nv] = libbuf[0, 0]
             nv += 1
     else:
-        k = _string_libs(S[0], p, w, libbuf, 0)
+        k = _string_libs(b, p, w, libbuf, 0, 0)
         for i in range(k):
-            a = libbuf[i]
-            add(seen, a)
-            if _legal(S[0], a, 3 - c):
-                if _read(S, SEL, NSEL, IDX, TURN, MOVED, U, c, p, w, a, nodes, seen) == _HUNTER:
+            a = libbuf[0, i]
+            add(r.seen, a)
+            if _legal(b, a, 3 - c):
+                if _read(b, r, c, p, w, a) == _HUNTER:
                     vital[nv] = a
                     nv += 1
     return nv
