@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml tools/setup_venv.sh
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/sayuri-async selfplay --config configs/selfplay-9x9.toml --weights weights/9x9/gnugo9-4x48.safetensors --num-games 24
+	$(BIN)/sayuri-async selfplay --config configs/selfplay-9x9.toml --weights weights/9x9/gnugo9c-4x48.safetensors --num-games 24
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -27,7 +27,7 @@ resume      the JSON keeps every game's figures (``per_game``); run the same
 
 Usage::
 
-    python tools/rate_gnugo.py --weights weights/9x9/gnugo9-4x48.safetensors \
+    python tools/rate_gnugo.py --weights weights/9x9/gnugo9c-4x48.safetensors \
         --levels 1,5,10 --games 100 --playouts 200 --out logs/strength/rating
 
 The last line printed is the JSON of the whole table.
