@@ -16,10 +16,10 @@ scratch     the search plays and takes back moves on one board record
             ``go/board.py``'s own rules: ``is_simple_legal`` for either
             colour (the side to move is set first) and ``go/board_undo.py``'s
             ``play_undoable`` / ``undo_play``, one undo record per ply
-            (``U[ply]``), undone as the search backs out of a ply; no board
+            (the reader's ``undo[ply]``), undone as the search backs out of a ply; no board
             is copied (a copy per node was about a quarter of the reader's
             time). The history ring is never read or written here.
-reader      the read-out's own state, one ``READER_DTYPE`` record (``new_reader``):
+reader      the read-out's own state, one ``READER_DTYPE`` record (``ladder.py``'s cache holds it):
             per ply its candidate moves (``sel``, ``nsel``), the next one to
             try (``idx``), whose turn (``turn``), whether it played a move
             (``moved``) and its undo record (``undo``); the point set of the
@@ -184,12 +184,12 @@ def _ladder_libs(b, v: int, c: int, w: int) -> tuple[int, int]:
 
 @njit(cache=True)
 def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int) -> tuple[int, int]:
-    """(verdict, number of candidate moves written to ``r.sel[e, e]``); the
+    """(verdict, number of candidate moves written to ``r.sel[e]``); the
     candidates are added to the point set ``r.seen`` (``pointset.add``)."""
     if b.libs[b.parent[v]] >= 2 or (b.ko != NO_KO and think_ko):
         return _PREY, 0
     sel = r.sel
-    n = _string_libs(b, v, w, r.sel, e, 0)
+    n = _string_libs(b, v, w, sel, e, 0)
     not_cap = sel[e, 0]
     hunter = 3 - prey
     s = v
@@ -197,7 +197,7 @@ def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int) ->
         for k in range(4):
             q = s + _dir(w, k)
             if b.color[q] == hunter and b.libs[b.parent[q]] == 1:
-                n = _string_libs(b, q, w, r.sel, e, n)
+                n = _string_libs(b, q, w, sel, e, n)
         s = b.nxt[s]
         if s == v:
             break
@@ -230,7 +230,7 @@ def _hunter_selections(b, prey: int, v: int, w: int, r, e: int) -> tuple[int, in
     if libs <= 1:
         return _HUNTER, 0
     sel = r.sel
-    _string_libs(b, v, w, r.sel, e, 0)
+    _string_libs(b, v, w, sel, e, 0)
     m1 = sel[e, 0]
     m2 = sel[e, 1]
     add(r.seen, m1)
@@ -339,11 +339,6 @@ def _read(b, r, prey: int, v: int, w: int, first: int) -> int:
         res = _enter(b, r, e, r.turn[e] == 0, mv, prey, v, w)
         if res == _NEITHER:
             top = e + 1
-
-
-def new_reader() -> np.ndarray:
-    """A reader's state (an array of one ``READER_DTYPE`` record)."""
-    return np.empty(1, READER_DTYPE)
 
 
 @njit(cache=True)
