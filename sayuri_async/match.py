@@ -322,7 +322,9 @@ async def run_match(a: Player, b: Player, games: int, size: int, komi: float, co
             try:
                 a_black = k % 2 == 0
                 black, white = (pa, pb) if a_black else (pb, pa)
-                rec = await referee_game(black, white, size, komi, opening=openings[k // 2], scoring=scoring)
+                gtp = {c for c, p in ((1, black), (2, white)) if isinstance(p, GtpPlayer)}
+                rec = await referee_game(black, white, size, komi, opening=openings[k // 2], scoring=scoring,
+                                         forfeit=gtp)
             finally:
                 await pa.close()
                 await pb.close()

@@ -17,8 +17,11 @@ clock       optional sudden death, ``main_time`` seconds per colour (colours
             absent from it are untimed): the wall time of each ``genmove``,
             with ``time_left`` sent before it. Running out loses on time.
 forfeit     what an illegal move (or an answer naming no vertex) does: with
-            ``forfeit=True`` the mover loses (``B+F`` / ``W+F``); otherwise it
-            is a bug in a player and raises.
+            ``forfeit=True``, or a set of colours holding the mover's, the
+            mover loses (``B+F`` / ``W+F``); otherwise it is a bug in a
+            player and raises. ``match`` forfeits the GTP engines' (an
+            engine may not know positional superko: GNU Go repeats a
+            position now and then), never our own engine's.
 opening     actions played before the players are asked for a move (each
             player hears them through ``play``): the varied openings of a
             match.
@@ -241,7 +244,7 @@ async def referee_game(
     *,
     max_moves: int | None = None,
     main_time: dict[int, float] | None = None,
-    forfeit: bool = False,
+    forfeit: bool | set[int] = False,
     opening: list[int] | None = None,
     scoring: str = "tromp-taylor",
 ) -> GameRecord:
@@ -277,7 +280,7 @@ async def referee_game(
         try:
             action: int | None = await me.genmove(game)
         except VertexError as e:
-            if not forfeit:
+            if not (forfeit is True or (forfeit and color in forfeit)):
                 raise
             action, garbled = None, f"illegal move: {e}"
         spent = time.monotonic() - t0
@@ -292,7 +295,7 @@ async def referee_game(
         illegal = game.why_illegal(action)
         if illegal is not None:
             where = action_to_vertex(action, size) if 0 <= action <= size * size else f"action {action}"
-            if not forfeit:
+            if not (forfeit is True or (forfeit and color in forfeit)):
                 raise RuntimeError(f"{me.name} played an illegal move {where} ({illegal})")
             return rec.win(other, "F", f"illegal move {where}: {illegal}")
         game.play(action)

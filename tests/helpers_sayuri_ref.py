@@ -483,18 +483,18 @@ def compare_with_reference(n: int, roots: int, children: int, seed: int) -> dict
     encoded by ``encode_sayuri_v3`` and by the reference, and ``children``
     random descendants of each (1-8 moves on, or 1-2 moves on from the
     descendant before) encoded by the search's ``encode_sayuri_v3_reuse``
-    with one ladder cache throughout, also
+    with one leaf workspace (and its ladder cache) throughout, also
     against the reference, and their idle points against ``pass_alive_idle``.
     Returns counts: positions, mismatching positions, and the ladder
     strings of descendants reused from the root entries, inherited from
     the parent, remembered and read."""
     from sayuri_async.go import board as B
     from sayuri_async.sayuri.benson import pass_alive_idle
-    from sayuri_async.sayuri.encoder import PLANES, encode_sayuri_v3, encode_sayuri_v3_reuse
-    from sayuri_async.sayuri.ladder import ladder_map_keep, new_ladder_cache
+    from sayuri_async.sayuri.encoder import PLANES, encode_sayuri_v3, encode_sayuri_v3_reuse, new_leaf_workspace
+    from sayuri_async.sayuri.ladder import ladder_map_keep
 
     rng = np.random.default_rng(seed)
-    cache = new_ladder_cache()
+    leaf = new_leaf_workspace()
     want = np.empty((PLANES, n, n), np.uint8)
     got = np.empty((PLANES, n, n), np.uint8)
     idle = np.empty(n * n, np.uint8)
@@ -508,7 +508,7 @@ def compare_with_reference(n: int, roots: int, children: int, seed: int) -> dict
         encode_sayuri_v3(root[0], got)
         positions += 1
         bad += int(not np.array_equal(want, got))
-        ladder_map_keep(root[0], lad, cache[0])
+        ladder_map_keep(root[0], lad, leaf[0]["ladders"])
         arr = root
         for j in range(children):
             # every other child goes one or two moves on from the child
@@ -521,11 +521,11 @@ def compare_with_reference(n: int, roots: int, children: int, seed: int) -> dict
                 B.legal_actions(arr[0], mask)
                 B.play(arr[0], B.action_to_point(n, int(rng.choice(np.flatnonzero(mask)))))
             encode_reference(arr[0], want)
-            k = encode_sayuri_v3_reuse(arr[0], got, cache[0], idle)
+            k = encode_sayuri_v3_reuse(arr[0], got, leaf[0], idle)
             pass_alive_idle(arr[0], int(arr[0]["to_move"]), idle_want)
             positions += 1
             bad += int(not np.array_equal(want, got) or not np.array_equal(idle, idle_want)
                        or k != int(idle_want.sum()))
-    c = cache[0]
+    c = leaf[0]["ladders"]
     return {"positions": positions, "mismatches": bad, "reused": int(c["reused"]), "inherited": int(c["inherited"]),
             "remembered": int(c["remembered"]), "read": int(c["read"])}

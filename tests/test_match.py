@@ -1,6 +1,7 @@
 import asyncio
 import math
 import shutil
+import sys
 import types
 
 import pytest
@@ -148,6 +149,30 @@ def test_referee_illegal_moves_raise_or_forfeit():
     assert (rec.result, rec.reason, rec.score) == ("B+F", "illegal move C3: occupied", 1.0)
     rec = referee(Scripted("a", ["Z9"]), Scripted("b", []), forfeit=True)
     assert rec.result == "W+F" and rec.reason.startswith("illegal move: ")
+    rec = referee(Scripted("a", ["C3"]), Scripted("b", ["C3"]), forfeit={2})  # only white's are forfeits
+    assert rec.result == "B+F"
+    with pytest.raises(RuntimeError, match="illegal move C3"):
+        referee(Scripted("a", ["C3", "C3"]), Scripted("b", ["D4"]), forfeit={2})
+
+
+def test_match_forfeits_an_illegal_move_of_a_gtp_engine(tmp_path):
+    # a GTP engine that answers every genmove with C3: its second C3 is
+    # illegal, and the match counts a loss for it instead of stopping
+    script = tmp_path / "c3.py"
+    script.write_text(
+        "import sys\n"
+        "for line in sys.stdin:\n"
+        "    cmd = line.split()\n"
+        "    cid = cmd.pop(0) if cmd and cmd[0].isdigit() else ''\n"
+        "    out = 'C3' if cmd and cmd[0] == 'genmove' else ''\n"
+        "    print(f'={cid} {out}', end='\\n\\n', flush=True)\n"
+        "    if cmd and cmd[0] == 'quit':\n"
+        "        break\n")
+    g = GtpPlayer(f"{sys.executable} {script}")
+    a = make_player("random", args(playouts=4))
+    res = asyncio.run(run_match(a, g, games=2, size=7, komi=7.5, concurrency=2, sgf_dir=None))
+    assert res.games == 2
+    assert any(r.startswith("illegal move C3") for r in res.reasons), res.reasons
 
 
 def test_referee_clock_loses_on_time_and_tells_the_time_left():

@@ -19,7 +19,15 @@ from sayuri_async.encoders import get_encoder
 from sayuri_async.sayuri.encoder import PLANES
 
 ENCODER = get_encoder("sayuri-v3")
-from sayuri_async.sayuri.ladder import ladder_map, ladder_map_keep, ladder_map_reuse, new_ladder_cache
+from sayuri_async.sayuri.ladder import ladder_map, ladder_map_keep, ladder_map_reuse as _reuse_with, new_ladder_cache
+from sayuri_async.sayuri.pointset import SET_WORDS, stone_sets
+
+
+def ladder_map_reuse(rec, out, cache):
+    """``ladder.ladder_map_reuse`` with ``rec``'s stone sets."""
+    stones = np.empty((3, SET_WORDS), np.uint64)
+    stone_sets(rec, stones[0], stones[1], stones[2])
+    _reuse_with(rec, out, cache, stones)
 
 
 @pytest.mark.parametrize("n,roots", [(2, 10), (5, 20), (9, 30), (13, 10), (19, 10), (25, 3)])

@@ -35,8 +35,8 @@ import numpy as np
 from numba import njit
 
 from sayuri_async.go import board as B
-from sayuri_async.sayuri.encoder import PLANES, encode_sayuri_v3, encode_sayuri_v3_reuse
-from sayuri_async.sayuri.ladder import LADDER_CACHE_DTYPE, ladder_map, ladder_map_keep
+from sayuri_async.sayuri.encoder import LEAF_DTYPE, PLANES, encode_sayuri_v3, encode_sayuri_v3_reuse
+from sayuri_async.sayuri.ladder import ladder_map, ladder_map_keep
 
 
 def random_positions(n: int, count: int, seed: int, keep_all: bool = False) -> np.ndarray:
@@ -96,22 +96,22 @@ def children(recs: np.ndarray, per: int, seed: int) -> tuple[np.ndarray, np.ndar
 
 
 @njit
-def reuse_loop(recs, kids, src, out, caches, reps: int, reuse: bool) -> int:
-    """Encode every child, with its position's cache (kept once per
-    position, first pass) or from scratch."""
+def reuse_loop(recs, kids, src, out, leaves, reps: int, reuse: bool) -> int:
+    """Encode every child, with its position's leaf workspace (its ladder
+    cache kept once per position, first pass) or from scratch."""
     n = recs[0].n
     lad = np.empty(n * n, np.int8)
     idle = np.empty(n * n, np.uint8)
     s = 0
     for r in range(reps):
-        for j in range(caches.shape[0]):
-            caches[j].memo_n = 0  # each pass starts without the memo of the one before
+        for j in range(leaves.shape[0]):
+            leaves[j].ladders.memo_n = 0  # each pass starts without the memo of the one before
         for i in range(kids.shape[0]):
             j = src[i]
             if reuse:
-                if caches[j].ready == 0:
-                    ladder_map_keep(recs[j], lad, caches[j])
-                s += encode_sayuri_v3_reuse(kids[i], out, caches[j], idle)
+                if leaves[j].ladders.ready == 0:
+                    ladder_map_keep(recs[j], lad, leaves[j].ladders)
+                s += encode_sayuri_v3_reuse(kids[i], out, leaves[j], idle)
             else:
                 encode_sayuri_v3(kids[i], out)
             s += out[0, 0, 0]
@@ -148,19 +148,19 @@ def main() -> None:
     encode_loop(recs, out, 1)
     calls = len(recs) * args.reps
     kids, src = children(recs, 4, args.seed + 1)
-    caches = np.zeros(len(recs), LADDER_CACHE_DTYPE)
-    reuse_loop(recs, kids[:1], src[:1], out, np.zeros(1, LADDER_CACHE_DTYPE), 1, True)
-    reuse_loop(recs, kids[:1], src[:1], out, caches, 1, False)
-    reuse_loop(recs, kids, src, out, caches, 1, True)  # the caches and memos, once (as a search's root)
+    leaves = np.zeros(len(recs), LEAF_DTYPE)
+    reuse_loop(recs, kids[:1], src[:1], out, np.zeros(1, LEAF_DTYPE), 1, True)
+    reuse_loop(recs, kids[:1], src[:1], out, leaves, 1, False)
+    reuse_loop(recs, kids, src, out, leaves, 1, True)  # the leaves and memos, once (as a search's root)
     kid_calls = len(kids) * args.reps
     result = {
         "positions": len(recs),
         "marked_points": marked,
         "ladder_map_us": round(best_us(lambda: ladder_loop(recs, args.reps), calls), 2),
         "encode_us": round(best_us(lambda: encode_loop(recs, out, args.reps), calls), 2),
-        "encode_child_us": round(best_us(lambda: reuse_loop(recs, kids, src, out, caches, args.reps, False),
+        "encode_child_us": round(best_us(lambda: reuse_loop(recs, kids, src, out, leaves, args.reps, False),
                                          kid_calls), 2),
-        "reuse_child_us": round(best_us(lambda: reuse_loop(recs, kids, src, out, caches, args.reps, True),
+        "reuse_child_us": round(best_us(lambda: reuse_loop(recs, kids, src, out, leaves, args.reps, True),
                                         kid_calls), 2),
     }
     print(f"{len(recs)} 19x19 random positions with ladders ({marked} marked points)")

@@ -59,6 +59,17 @@ from numba import njit
 from ..go.board import BLACK, BORDER, EMPTY, MAX_P, WHITE
 from .pointset import SET_WORDS, fill, has, is_empty, low_bit, neighbours, stone_sets
 
+__all__ = ["AREA_SCRATCH_DTYPE", "area_planes", "area_planes_idle", "area_planes_with", "pass_alive_area",
+           "pass_alive_idle", "reach_area"]
+
+AREA_SCRATCH_DTYPE = np.dtype(
+    [
+        ("sets", np.uint64, (4, SET_WORDS)),  # point sets of the fills (near, far, region, open)
+        ("area", np.uint8, (MAX_P,)),  # one colour's safe area, per action
+    ],
+    align=True,
+)
+
 
 @njit(cache=True)
 def _components(mask, n: int, w: int, lab, pts, starts) -> int:
@@ -205,20 +216,20 @@ def _all_dead(rec, c: int, result) -> None:
 
 
 @njit(cache=True)
-def _few_vital(mine, theirs, empty, w: int) -> bool:
+def _few_vital(mine, theirs, empty, w: int, sets) -> bool:
     """Whether fewer than two regions are vital to the colour of the stones
     ``mine`` (point sets; ``theirs`` the other colour's): the regions
     holding an empty point with no stone of ``mine`` next to it are not,
     so the vital ones are what a fill from those points leaves of the
-    points not ``mine``."""
-    near = np.empty(SET_WORDS, np.uint64)
+    points not ``mine``. ``sets``: scratch, ``[4, SET_WORDS]`` uint64."""
+    near = sets[0]
     neighbours(mine, w, near)
-    far = np.empty(SET_WORDS, np.uint64)
-    region = np.empty(SET_WORDS, np.uint64)
+    far = sets[1]
+    region = sets[2]
     for i in range(SET_WORDS):
         far[i] = empty[i] & ~near[i]
         region[i] = theirs[i] | empty[i]
-    open_ = np.empty(SET_WORDS, np.uint64)
+    open_ = sets[3]
     fill(far, region, w, open_)
     vital = far  # reused: the points of the vital regions
     first = -1
@@ -240,10 +251,11 @@ def _few_vital(mine, theirs, empty, w: int) -> bool:
 
 
 @njit(cache=True)
-def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty) -> None:
+def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty, sets) -> None:
     """OR colour ``c``'s safe area into ``result[N*N]``; with ``want_idle``
     also set ``idle[N*N]`` (cleared first) at ``c``'s idle points.
-    ``black``, ``white``, ``empty``: ``rec``'s stone sets (``pointset.py``)."""
+    ``black``, ``white``, ``empty``: ``rec``'s stone sets (``pointset.py``);
+    ``sets``: scratch, ``[4, SET_WORDS]`` uint64."""
     n = rec.n
     w = rec.w
     m = w * w
@@ -255,7 +267,7 @@ def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty) -> 
     if is_empty(mine):  # no string, and no region can be vital: it has empty points
         _all_dead(rec, c, result)
         return
-    if _few_vital(mine, white if c == BLACK else black, empty, w):
+    if _few_vital(mine, white if c == BLACK else black, empty, w, sets):
         # no string can have two vital regions: all fall, and with them every vital region
         _all_dead(rec, c, result)
         return
@@ -445,7 +457,7 @@ def pass_alive_area(rec, c: int, result) -> None:
     white = np.empty(SET_WORDS, np.uint64)
     empty = np.empty(SET_WORDS, np.uint64)
     stone_sets(rec, black, white, empty)
-    _benson(rec, c, result, result[:0], False, black, white, empty)
+    _benson(rec, c, result, result[:0], False, black, white, empty, np.empty((4, SET_WORDS), np.uint64))
 
 
 @njit(cache=True)
@@ -458,7 +470,7 @@ def pass_alive_idle(rec, c: int, idle) -> int:
     white = np.empty(SET_WORDS, np.uint64)
     empty = np.empty(SET_WORDS, np.uint64)
     stone_sets(rec, black, white, empty)
-    _benson(rec, c, tmp, idle, True, black, white, empty)
+    _benson(rec, c, tmp, idle, True, black, white, empty, np.empty((4, SET_WORDS), np.uint64))
     k = 0
     for i in range(nn):
         k += idle[i]
@@ -473,19 +485,19 @@ def reach_area(rec, owner) -> None:
     white = np.empty(SET_WORDS, np.uint64)
     empty = np.empty(SET_WORDS, np.uint64)
     stone_sets(rec, black, white, empty)
-    _reach_owner(rec, black, white, empty, owner)
+    _reach_owner(rec, black, white, empty, owner, np.empty((4, SET_WORDS), np.uint64))
 
 
 @njit(cache=True)
-def _reach_owner(rec, black, white, empty, owner) -> None:
+def _reach_owner(rec, black, white, empty, owner, sets) -> None:
     """``reach_area`` from ``rec``'s stone sets: the empty regions next to
     a black stone are a fill of the empty points from those next to one,
-    the same for white."""
+    the same for white. ``sets``: scratch, ``[4, SET_WORDS]`` uint64."""
     n = rec.n
     w = rec.w
-    near = np.empty(SET_WORDS, np.uint64)
-    by_black = np.empty(SET_WORDS, np.uint64)
-    by_white = np.empty(SET_WORDS, np.uint64)
+    near = sets[0]
+    by_black = sets[1]
+    by_white = sets[2]
     neighbours(black, w, near)
     for i in range(SET_WORDS):
         near[i] &= empty[i]
@@ -520,20 +532,38 @@ def area_planes(rec, own: int, safe, owner) -> None:
 def area_planes_idle(rec, own: int, safe, owner, idle, want_idle: bool) -> None:
     """``area_planes``, and with ``want_idle`` the side to move's idle
     points into ``idle[N*N]`` (``pass_alive_idle``) from the same pass."""
+    stones = np.empty((3, SET_WORDS), np.uint64)
+    stone_sets(rec, stones[0], stones[1], stones[2])
+    _area_planes(rec, own, safe, owner, idle, want_idle, stones, np.empty((4, SET_WORDS), np.uint64),
+                 np.empty(rec.n * rec.n, np.uint8))
+
+
+@njit(cache=True)
+def area_planes_with(rec, own: int, safe, owner, idle, want_idle: bool, stones, scratch) -> None:
+    """``area_planes_idle`` from ``rec``'s stone sets ``stones`` (``[3,
+    SET_WORDS]``: black, white, empty; ``pointset.stone_sets``) with the
+    working memory ``scratch`` (an ``AREA_SCRATCH_DTYPE`` record): no
+    array made on the common path (fewer than two vital regions), for a
+    caller that encodes many positions."""
+    _area_planes(rec, own, safe, owner, idle, want_idle, stones, scratch.sets, scratch.area)
+
+
+@njit(cache=True)
+def _area_planes(rec, own: int, safe, owner, idle, want_idle: bool, stones, sets, tmp) -> None:
+    """``area_planes_with``'s work: ``sets`` (``[4, SET_WORDS]``) and ``tmp``
+    (at least ``N*N``) its scratch."""
     n = rec.n
     nn = n * n
     for i in range(nn):
         safe[i] = 0
-    black = np.empty(SET_WORDS, np.uint64)
-    white = np.empty(SET_WORDS, np.uint64)
-    empty = np.empty(SET_WORDS, np.uint64)
-    stone_sets(rec, black, white, empty)
-    _reach_owner(rec, black, white, empty, owner)
-    tmp = np.empty(nn, np.uint8)
+    black = stones[0]
+    white = stones[1]
+    empty = stones[2]
+    _reach_owner(rec, black, white, empty, owner, sets)
     for c in (BLACK, WHITE):
         for i in range(nn):
             tmp[i] = 0
-        _benson(rec, c, tmp, idle, want_idle and c == own, black, white, empty)
+        _benson(rec, c, tmp, idle, want_idle and c == own, black, white, empty, sets)
         for i in range(nn):
             if tmp[i]:
                 owner[i] = c

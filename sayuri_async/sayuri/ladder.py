@@ -10,7 +10,7 @@ read-out    one string's result (its vital moves; none: not a ladder),
             kept with its footprint (``ladder_footprint.py``) and found
             again by the string's first point in raster order.
 cache       a ``LADDER_CACHE_DTYPE`` record a search keeps (``tree.py``'s
-            workspace field ``ladders``), with three stores of read-outs:
+            workspace field ``sayuri``, ``encoder.LEAF_DTYPE``), with three stores of read-outs:
 
             - the *root entries*: every read-out of one position, made by
               ``ladder_map_keep`` (the search's root, at its first leaf);
@@ -32,10 +32,17 @@ cache       a ``LADDER_CACHE_DTYPE`` record a search keeps (``tree.py``'s
             comparison is with the stones the store kept, so a wrong
             guess of the parent costs time, never a wrong plane.
 
-            It also holds the reader's state (``reader``, 91 KB): made
-            afresh for each leaf, a block that size went back to the
-            system when freed and its pages were cleared again at the
-            next leaf (5% of self-play's samples in the kernel).
+            It also holds the working memory of a pass: the reader's
+            state (``reader``, 91 KB; made afresh for each leaf, a block
+            that size went back to the system when freed and its pages
+            were cleared again at the next leaf: 5% of self-play's samples
+            in the kernel), the scratch board it plays on, the per-string
+            verdicts and the read-outs a position keeps (a dozen small
+            arrays made and freed at every leaf cost about 1 µs).
+stones      a position's stone sets, ``[3, SET_WORDS]`` uint64: black,
+            white, empty (``pointset.stone_sets``); ``ladder_map_reuse``
+            takes them from its caller, which computes them once for the
+            area planes too.
 """
 from __future__ import annotations
 
@@ -99,6 +106,16 @@ LADDER_CACHE_DTYPE = np.dtype(
         ("remembered", np.int64),  # strings taken from the memo
         ("read", np.int64),  # strings read out there
         ("reader", READER_DTYPE),  # the reader's state (ladder_reader.py), kept so its pages stay mapped
+        # a pass's working memory (``_ladder_pass``), kept so no leaf allocates it
+        ("board", BOARD_DTYPE),  # the scratch board the reader plays on (a copy of the position)
+        ("verdict", np.int8, (MAX_P,)),  # per string head: 0 unknown, 1 ladder, 2 not
+        ("nvital", np.int8, (MAX_P,)),  # per string head: its vital moves
+        ("vital_at", np.int32, (MAX_P, VITAL_MAX)),
+        ("mark", np.uint8, (MAX_P,)),  # footprint's scratch, all 0 between calls (a bool array cannot be a field)
+        ("changed", np.uint64, (2, SET_WORDS)),  # points whose stones differ from the root's / the parent's
+        ("kept_p", np.int32, (NODE_STRINGS,)),  # this position's read-outs for the store: string point,
+        ("kept_fp", np.uint64, (NODE_STRINGS, SET_WORDS)),  # footprint,
+        ("kept_g", np.int32, (NODE_STRINGS,)),  # string head
     ],
     align=True,
 )
@@ -184,44 +201,42 @@ def _has_short_string(rec) -> bool:
 
 
 @njit(cache=True)
-def _ladder_pass(rec, out, cache, mode: int) -> None:
+def _ladder_pass(rec, out, cache, mode: int, stones) -> None:
     """``ladder_map``'s loop. ``mode`` 0: read every string; 1: also keep
     each string's read-out and footprint as ``cache``'s root entries; 2:
     take a string's read-out from the parent position's store, else from
     the root entries, else from the memo, else read it (and remember it),
-    and store this position's read-outs (module docstring)."""
+    and store this position's read-outs (module docstring). ``stones``:
+    ``rec``'s stone sets (modes 1 and 2)."""
     n = rec.n
     w = rec.w
     for i in range(n * n):
         out[i] = NOT_LADDER
     if mode == 2 and not _has_short_string(rec):
         return  # nothing to read, nothing its children could take
-    S = np.empty(0, BOARD_DTYPE)  # the scratch board, made at the first read
-    verdict = np.zeros(MAX_P, np.int8)  # per string head: 0 unknown, 1 ladder, 2 not
-    vital = np.empty((MAX_P, VITAL_MAX), np.int32)  # per string head
-    nvital = np.zeros(MAX_P, np.int8)
-    mark = np.zeros(0, np.bool_)
-    black = np.empty(SET_WORDS, np.uint64)
-    white = np.empty(SET_WORDS, np.uint64)
-    empty = np.empty(SET_WORDS, np.uint64)
-    if mode != 0:
-        stone_sets(rec, black, white, empty)
-        mark = np.zeros(MAX_P, np.bool_)
+    verdict = cache.verdict
+    vital = cache.vital_at
+    nvital = cache.nvital
+    for g in range(w * w):
+        verdict[g] = 0
+        nvital[g] = 0
+    mark = cache.mark
+    black = stones[0]
+    white = stones[1]
     if mode == 1:
         cache.ready = 0
         cache.entries = 0
         for p in range(w * w):
             cache.entry[p] = -1
     use_root = False
-    root_changed = np.zeros(SET_WORDS, np.uint64)
+    root_changed = cache.changed[0]
     root_ko_moved = False
     parent = -1
-    parent_changed = np.zeros(SET_WORDS, np.uint64)
+    parent_changed = cache.changed[1]
     parent_ko_moved = False
-    # this position's read-outs for the store: (string point, source footprint)
-    kept_p = np.empty(NODE_STRINGS, np.int32)
-    kept_fp = np.empty((NODE_STRINGS, SET_WORDS), np.uint64)
-    kept_g = np.empty(NODE_STRINGS, np.int32)
+    kept_p = cache.kept_p
+    kept_fp = cache.kept_fp
+    kept_g = cache.kept_g
     kept = 0
     if mode == 2:
         if cache.memo_n != n:
@@ -294,14 +309,13 @@ def _ladder_pass(rec, out, cache, mode: int) -> None:
                             break
                 if nv < 0:
                     if not loaded:
-                        S = np.empty(1, BOARD_DTYPE)
-                        copy_position(S[0], rec)
+                        copy_position(cache.board, rec)
                         loaded = True
                     reader = cache.reader
                     seen = reader.seen
                     for i in range(SET_WORDS):
                         seen[i] = 0
-                    nv = read_string(S[0], reader, p, c, libs, w, vital[g])
+                    nv = read_string(cache.board, reader, p, c, libs, w, vital[g])
                     if mode == 2:
                         cache.read += 1
                         st = p % MEMO_SETS
@@ -395,8 +409,17 @@ def _store_node(rec, cache, black, white, parent: int, kept: int, kept_p, kept_f
 def ladder_map(rec, out) -> None:
     """Fill ``out[N*N]`` (int8) with Sayuri's ladder codes (``NOT_LADDER`` ...
     ``LADDER_TAKE``) for the board record ``rec``."""
-    cache = np.empty(1, LADDER_CACHE_DTYPE)  # only its reader is used in this mode
-    _ladder_pass(rec, out, cache[0], 0)
+    caches = np.empty(1, LADDER_CACHE_DTYPE)  # only its working memory is used in this mode
+    _read_all(rec, out, caches)
+
+
+@njit(cache=True)
+def _read_all(rec, out, caches) -> None:
+    """``ladder_map`` with ``caches[0]`` as working memory (the array is
+    passed whole: a record taken from it in the caller would leave the
+    array unreferenced, and freed, during the pass)."""
+    stones = np.empty((3, SET_WORDS), np.uint64)  # not looked at in this mode
+    _ladder_pass(rec, out, caches[0], 0, stones)
 
 
 @njit(cache=True)
@@ -404,19 +427,22 @@ def ladder_map_keep(rec, out, cache) -> None:
     """``ladder_map``, keeping every read-out with its footprint as the
     root entries of ``cache`` (a ``LADDER_CACHE_DTYPE`` record) for
     ``ladder_map_reuse`` at positions that follow from this one."""
-    _ladder_pass(rec, out, cache, 1)
+    stones = np.empty((3, SET_WORDS), np.uint64)
+    stone_sets(rec, stones[0], stones[1], stones[2])
+    _ladder_pass(rec, out, cache, 1, stones)
 
 
 @njit(cache=True)
-def ladder_map_reuse(rec, out, cache) -> None:
+def ladder_map_reuse(rec, out, cache, stones) -> None:
     """``ladder_map`` for ``rec``, taking read-outs from ``cache`` where
     their footprints hold the same stones (module docstring: the parent
     position's store, the root entries, the memo), reading the others;
     keeps ``rec``'s read-outs for the positions that follow it. The same
     map as ``ladder_map``, cheaper when positions differ by a few moves
     far from most strings or share strings and their surroundings (the
-    nodes of a search tree)."""
-    _ladder_pass(rec, out, cache, 2)
+    nodes of a search tree). ``stones``: ``rec``'s stone sets
+    (``[3, SET_WORDS]``, ``pointset.stone_sets``)."""
+    _ladder_pass(rec, out, cache, 2, stones)
 
 
 def new_ladder_cache() -> np.ndarray:

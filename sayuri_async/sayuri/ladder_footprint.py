@@ -51,7 +51,7 @@ def footprint(rec, p: int, c: int, seen, fp, mark) -> None:
     those of colour ``c``. Two positions with the same stones on ``fp``,
     and the same ko point or one outside ``fp``, read the same (an
     untouched string also keeps its stone ring, whose order the read-out
-    follows). ``mark`` (``[MAX_P]`` bool, all false) is scratch, left all
+    follows). ``mark`` (``[MAX_P]`` bool or uint8, all false) is scratch, left all
     false."""
     w = np.int64(rec.w)
     for i in range(fp.shape[0]):

@@ -160,11 +160,10 @@ def encode_leaf(w, rec, out, depth: int) -> int:
     (``ladder.ladder_map_reuse``), made at the first leaf after
     ``set_root``; the planes are those of ``encode_sayuri_v3``."""
     if w.encoder == SAYURI_V3_IDENT:
-        cache = w.ladders
-        if cache.ready == 0:
-            tmp = np.empty(w.root.n * w.root.n, np.int8)
-            ladder_map_keep(w.root, tmp, cache)
-        k = encode_sayuri_v3_reuse(rec, out, cache, w.leaf_idle)
+        leaf = w.sayuri
+        if leaf.ladders.ready == 0:
+            ladder_map_keep(w.root, leaf.lad[:w.root.n * w.root.n], leaf.ladders)
+        k = encode_sayuri_v3_reuse(rec, out, leaf, w.leaf_idle)
         if depth > 0 or rec.scoring != 1:  # under territory scoring its planes have no safe areas
             return k
     else:

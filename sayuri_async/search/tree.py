@@ -87,7 +87,7 @@ from numba import njit
 from ..go import board as B
 from .superko import TABLE_SLOTS, fill_position_set
 from ..sayuri.benson import pass_alive_idle
-from ..sayuri.ladder import LADDER_CACHE_DTYPE
+from ..sayuri.encoder import LEAF_DTYPE
 
 MAX_DEPTH = 512
 MAX_LEAVES = 16  # leaves one search may have waiting on the network at once
@@ -149,7 +149,7 @@ WS_DTYPE = np.dtype(
         ("prior_buf", np.float32, (MAX_ACTIONS,)),  # the expanding leaf's priors, in leaf_moves order
         ("action_mark", np.uint8, (MAX_ACTIONS,)),  # scratch: actions that have an edge already (widen)
         ("leaf_idle", np.uint8, (MAX_ACTIONS,)),  # the leaf's idle points (see "idle points"); pass never
-        ("ladders", LADDER_CACHE_DTYPE),  # the root's ladder read-outs (sayuri-v3 leaves reuse them)
+        ("sayuri", LEAF_DTYPE),  # the sayuri-v3 leaves' workspace: the ladder read-outs kept, working memory
     ],
     align=True,
 )
@@ -213,7 +213,7 @@ def set_root(ws, nodes, edges, arr, hashes, max_moves: int, keep: bool, edge_roo
     B.copy_board(w.root, arr[0])
     w.game_mask = fill_position_set(w.game_table, hashes)
     w.max_moves = max_moves
-    w.ladders.ready = 0  # the root's read-outs are made at its first leaf
+    w.sayuri.ladders.ready = 0  # the root's read-outs are made at its first leaf
     close_idle_root_edges(ws, nodes, edges)
 
 
