@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .go.board import MAX_N, MIN_N
+from .go.board import BLACK, MAX_N, MIN_N, WHITE
 from .go.game import Game
 from .go.sgf import SgfInfo, save_sgf_file
 from .gtpclient import probe_engine
@@ -322,7 +322,7 @@ async def run_match(a: Player, b: Player, games: int, size: int, komi: float, co
             try:
                 a_black = k % 2 == 0
                 black, white = (pa, pb) if a_black else (pb, pa)
-                gtp = {c for c, p in ((1, black), (2, white)) if isinstance(p, GtpPlayer)}
+                gtp = {c for c, p in ((BLACK, black), (WHITE, white)) if isinstance(p, GtpPlayer)}
                 rec = await referee_game(black, white, size, komi, opening=openings[k // 2], scoring=scoring,
                                          forfeit=gtp)
             finally:

@@ -236,6 +236,11 @@ async def _agreed_dead(players: dict[int, Player], game: Game) -> tuple[bool, li
     return False, []
 
 
+def _forfeits(forfeit: bool | set[int], color: int) -> bool:
+    """Whether an illegal move of ``color`` loses the game (module docstring)."""
+    return forfeit is True or (isinstance(forfeit, set) and color in forfeit)
+
+
 async def referee_game(
     black: Player,
     white: Player,
@@ -280,7 +285,7 @@ async def referee_game(
         try:
             action: int | None = await me.genmove(game)
         except VertexError as e:
-            if not (forfeit is True or (forfeit and color in forfeit)):
+            if not _forfeits(forfeit, color):
                 raise
             action, garbled = None, f"illegal move: {e}"
         spent = time.monotonic() - t0
@@ -295,7 +300,7 @@ async def referee_game(
         illegal = game.why_illegal(action)
         if illegal is not None:
             where = action_to_vertex(action, size) if 0 <= action <= size * size else f"action {action}"
-            if not (forfeit is True or (forfeit and color in forfeit)):
+            if not _forfeits(forfeit, color):
                 raise RuntimeError(f"{me.name} played an illegal move {where} ({illegal})")
             return rec.win(other, "F", f"illegal move {where}: {illegal}")
         game.play(action)
