@@ -34,6 +34,7 @@ _N_ADJ, _ADJ = 12, 13  # 4 x (head, liberties before)
 _N_CAP, _CAP = 21, 22  # 4 x head
 _N_MERGE, _MERGE = 26, 27  # 4 x (big, small, big's liberties before)
 UNDO_LEN = 39
+UNDO_P = _P  # the slot of the move's point (PASS for a pass)
 
 
 @njit(cache=True)

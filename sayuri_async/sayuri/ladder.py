@@ -107,6 +107,7 @@ LADDER_CACHE_DTYPE = np.dtype(
         ("inherited", np.int64),  # strings taken from the parent position
         ("remembered", np.int64),  # strings taken from the memo
         ("read", np.int64),  # strings read out there
+        ("read_nodes", np.int64),  # the reader's nodes for those (statistics)
         ("reader", READER_DTYPE),  # the reader's state (ladder_reader.py), kept so its pages stay mapped
         # a pass's working memory (``_ladder_pass``), kept so no leaf allocates it
         ("board", BOARD_DTYPE),  # the scratch board the reader plays on (a copy of the position)
@@ -320,6 +321,7 @@ def _ladder_pass(rec, out, cache, mode: int, stones) -> None:
                     nv = read_string(cache.board, reader, p, c, libs, w, vital[g])
                     if mode == 2:
                         cache.read += 1
+                        cache.read_nodes += reader.nodes
                         st = p % MEMO_SETS
                         e = st * MEMO_WAYS + cache.m_next[st]
                         cache.m_next[st] = (cache.m_next[st] + 1) % MEMO_WAYS

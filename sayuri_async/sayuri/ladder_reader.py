@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from ..go.board import EMPTY, NO_KO, is_simple_legal
-from ..go.board_undo import UNDO_LEN, play_undoable, undo_play
+from ..go.board_undo import UNDO_LEN, UNDO_P as _UNDO_P, play_undoable, undo_play
 from .pointset import SET_WORDS, add
 
 MAX_LADDER_NODES = 2000
@@ -61,6 +61,8 @@ READER_DTYPE = np.dtype(
         ("idx", np.int32, (PLIES,)),
         ("turn", np.uint8, (PLIES,)),  # 1: the prey's turn at this ply (numba's records hold no bool arrays)
         ("moved", np.uint8, (PLIES,)),  # 1: the ply played a move
+        ("prey_size", np.int32, (PLIES,)),  # at a prey ply: the prey's stones
+        ("no_caps", np.uint8, (PLIES,)),  # at a prey ply: 1 when no hunter string next to the prey was in atari
         ("undo", np.int64, (PLIES, UNDO_LEN)),  # [ply, go/board_undo.py slot]
         ("seen", np.uint64, (SET_WORDS,)),
         ("libbuf", np.int32, (1, 8)),
@@ -182,6 +184,31 @@ def _ladder_libs(b, v: int, c: int, w: int) -> tuple[int, int]:
     return caps + best, stone_libs + cap_libs + conn
 
 
+@njit(cache=True, inline="always")
+def _no_new_caps(b, r, e: int, size: int, hunter: int, w: int) -> bool:
+    """Whether, at the prey ply ``e``, no hunter string next to the prey
+    can be in atari, known without walking the prey: the prey ply two
+    levels up found none, the prey then played its liberty (``r.undo[e -
+    1]``'s move) joining no other string (its size grew by one), and
+    neither that move's hunter neighbours nor the string of the hunter's
+    reply (``r.undo[e]``'s move) are in atari. Only those moves took
+    liberties from hunter strings, and the only strings newly next to the
+    prey are the reply's and the move's neighbours, so the walk of the
+    prey's stones would find nothing (it then adds no capture, the
+    candidate list is the same)."""
+    if e < 3 or r.no_caps[e - 2] == 0 or r.prey_size[e - 2] + 1 != size:
+        return False
+    m1 = r.undo[e - 1, _UNDO_P]
+    m2 = r.undo[e, _UNDO_P]
+    if b.libs[b.parent[m2]] == 1:
+        return False
+    for k in range(4):
+        q = m1 + _dir(w, k)
+        if b.color[q] == hunter and b.libs[b.parent[q]] == 1:
+            return False
+    return True
+
+
 @njit(cache=True)
 def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int) -> tuple[int, int]:
     """(verdict, number of candidate moves written to ``r.sel[e]``); the
@@ -192,15 +219,22 @@ def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int) ->
     n = _string_libs(b, v, w, sel, e, 0)
     not_cap = sel[e, 0]
     hunter = 3 - prey
-    s = v
-    while True:  # liberties of adjacent hunter strings in atari: the captures
-        for k in range(4):
-            q = s + _dir(w, k)
-            if b.color[q] == hunter and b.libs[b.parent[q]] == 1:
-                n = _string_libs(b, q, w, sel, e, n)
-        s = b.nxt[s]
-        if s == v:
-            break
+    size = b.size[b.parent[v]]
+    no_caps = _no_new_caps(b, r, e, size, hunter, w)
+    if not no_caps:
+        no_caps = True
+        s = v
+        while True:  # liberties of adjacent hunter strings in atari: the captures
+            for k in range(4):
+                q = s + _dir(w, k)
+                if b.color[q] == hunter and b.libs[b.parent[q]] == 1:
+                    n = _string_libs(b, q, w, sel, e, n)
+                    no_caps = False
+            s = b.nxt[s]
+            if s == v:
+                break
+    r.prey_size[e] = size
+    r.no_caps[e] = 1 if no_caps else 0
     for i in range(n):
         add(r.seen, sel[e, i])
     m = 0

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""The ``sayuri-v3`` encoder on leaves captured from self-play, replayed.
+
+Self-play's loop CPU per request (``tools/bench_selfplay.py``) moves by a
+fifth between runs of the same code on a shared machine, and perf cannot
+tell one compiled function from the search's others there. This benchmark
+takes the encoder out of the loop, with the inputs self-play gives it:
+
+capture     ``--capture FILE``: self-play with the random network (64 games,
+            100 playouts, one leaf a round) for ``--seconds`` after
+            ``--warmup``; every leaf the searches encode is kept, in order,
+            with its game and, where the search read its root's ladders at
+            that leaf (``ladder.ladder_map_keep``, its first leaf after
+            ``set_root``), the root. Saved with ``numpy.savez`` (board
+            records of ``go/board.BOARD_DTYPE``, about 4 KB a leaf).
+replay      ``FILE``: every leaf encoded again as the search does
+            (``search/puct.encode_leaf``: one leaf workspace per game, the
+            root's read-outs where the capture made them, then
+            ``encode_sayuri_v3_reuse``), in a compiled loop; ``--reps``
+            passes, each from empty workspaces, timed by CPU time. Also
+            prints the ladder statistics of the last pass (strings taken
+            from the parent position, the root, the memo, and read out).
+
+Prints a line of figures and, as its last line, a JSON object with
+``leaves``, ``encode_us`` (min over the passes, CPU time per leaf),
+``encode_us_median``, ``inherited``, ``reused``, ``remembered``, ``read``.
+Usage: ``python tools/bench_leaves.py /tmp/leaves.npz --capture --board 19``,
+then ``python tools/bench_leaves.py /tmp/leaves.npz --reps 5``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sayuri_async.go import board as B  # noqa: E402
+from sayuri_async.sayuri.encoder import PLANES, encode_sayuri_v3_reuse, new_leaf_workspace  # noqa: E402
+from sayuri_async.sayuri.ladder import ladder_map_keep  # noqa: E402
+
+
+def capture(a) -> None:
+    """Run self-play in this process and save the leaves its searches encode."""
+    import asyncio
+
+    from sayuri_async.search import mcts
+    from sayuri_async.search.mcts import SearchConfig
+    from sayuri_async.selfplay.config import SelfplayConfig
+    from sayuri_async.selfplay.engine import Engine
+    from sayuri_async.selfplay.runner import install_uvloop, make_engine_backend
+
+    leaves: list[np.ndarray] = []
+    games: list[int] = []
+    keep_root: list[int] = []
+    roots: list[np.ndarray] = []
+    ids: dict[int, int] = {}
+    recording = [False]
+    descend = mcts.descend_round
+
+    def recorded(handle, planes, slot, want, forced, cache):
+        w = handle[0][0]
+        ready = int(w["sayuri"]["ladders"]["ready"])
+        out = descend(handle, planes, slot, want, forced, cache)
+        if recording[0] and out[0] == 1:
+            games.append(ids.setdefault(id(handle[0]), len(ids)))
+            leaves.append(w["scratch"].copy())
+            if ready == 0:
+                keep_root.append(len(roots))
+                roots.append(w["root"].copy())
+            else:
+                keep_root.append(-1)
+        return out
+
+    mcts.descend_round = recorded
+    cfg = SelfplayConfig(
+        board_sizes=[a.board], num_games=0, parallel_games=64, batch_size=32, timeout_ms=5.0, playouts=100,
+        reduce_playouts=0, reduce_playouts_prob=0.0, random_moves_factor=0.0, chunk_games=10_000, write_sgf=False,
+        out="/tmp/bench_leaves_out", procs=1, device="cpu", weights="", seed=a.seed, inline_cheap_backend=True,
+        encoder="sayuri-v3", search=SearchConfig(leaves_per_await=1),
+    )
+    install_uvloop()
+    backend = make_engine_backend(cfg, cfg.device)
+
+    async def main() -> None:
+        engine = Engine(cfg, backend)
+        run = asyncio.ensure_future(engine.run())
+        await asyncio.sleep(a.warmup)
+        recording[0] = True
+        await asyncio.sleep(a.seconds)
+        recording[0] = False
+        engine.stop()
+        await run
+        engine.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        backend.close()
+    np.savez(a.file, leaves=np.array(leaves, dtype=B.BOARD_DTYPE), games=np.array(games, np.int32),
+             keep_root=np.array(keep_root, np.int32), roots=np.array(roots, dtype=B.BOARD_DTYPE))
+    print(f"captured {len(leaves)} leaves of {len(ids)} games, {len(roots)} root read-outs -> {a.file}")
+
+
+@njit
+def replay(leaves, games, keep_root, roots, ws, out, idle, lad) -> int:
+    """Encode every leaf with its game's workspace, as ``encode_leaf`` does."""
+    s = 0
+    for i in range(leaves.shape[0]):
+        leaf = ws[games[i]]
+        r = keep_root[i]
+        if r >= 0:
+            n = roots[r].n
+            ladder_map_keep(roots[r], lad[:n * n], leaf.ladders)
+        s += encode_sayuri_v3_reuse(leaves[i], out, leaf, idle)
+        s += out[0, 0, 0]
+    return s
+
+
+def bench(a) -> None:
+    d = np.load(a.file)
+    leaves, games, keep_root, roots = d["leaves"], d["games"], d["keep_root"], d["roots"]
+    n = int(leaves[0]["n"])
+    out = np.zeros((PLANES, n, n), np.uint8)
+    idle = np.zeros(n * n, np.uint8)
+    lad = np.zeros(n * n, np.int8)
+    times = []
+    ws = None
+    for _ in range(a.reps + 1):  # the first pass compiles
+        ws = np.concatenate([new_leaf_workspace() for _ in range(int(games.max()) + 1)])
+        t0 = time.process_time()
+        replay(leaves, games, keep_root, roots, ws, out, idle, lad)
+        times.append(1e6 * (time.process_time() - t0) / len(leaves))
+    times = times[1:]
+    lads = ws["ladders"]
+    stats = {k: int(lads[k].sum()) for k in ("inherited", "reused", "remembered", "read", "read_nodes")}
+    res = {"leaves": len(leaves), "encode_us": min(times), "encode_us_median": statistics.median(times),
+           "passes": [round(t, 2) for t in times]} | stats
+    print(f"{len(leaves)} leaves: encode {res['encode_us']:.2f} us min, {res['encode_us_median']:.2f} median; "
+          f"strings inherited {stats['inherited']}, from the root {stats['reused']}, remembered "
+          f"{stats['remembered']}, read {stats['read']} ({stats['read_nodes'] / max(stats['read'], 1):.0f} nodes each)")
+    print(json.dumps(res))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("file", help="the captured leaves (.npz)")
+    ap.add_argument("--capture", action="store_true", help="capture leaves into FILE instead of replaying it")
+    ap.add_argument("--board", type=int, default=19)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--warmup", type=float, default=5.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args()
+    if a.capture:
+        capture(a)
+    else:
+        bench(a)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
