@@ -23,7 +23,10 @@ replay      ``FILE``: every leaf encoded again as the search does
 
 Prints a line of figures and, as its last line, a JSON object with
 ``leaves``, ``encode_us`` (min over the passes, CPU time per leaf),
-``encode_us_median``, ``inherited``, ``reused``, ``remembered``, ``read``.
+``encode_us_median``, ``inherited``, ``reused``, ``remembered``, ``read``,
+``read_nodes`` and ``planes_checksum`` (of every leaf's planes and idle
+points, from a first pass that is not timed: two versions of the encoder
+that agree on it made the same planes).
 Usage: ``python tools/bench_leaves.py /tmp/leaves.npz --capture --board 19``,
 then ``python tools/bench_leaves.py /tmp/leaves.npz --reps 5``.
 """
@@ -110,9 +113,12 @@ def capture(a) -> None:
 
 
 @njit
-def replay(leaves, games, keep_root, roots, ws, out, idle, lad) -> int:
-    """Encode every leaf with its game's workspace, as ``encode_leaf`` does."""
+def replay(leaves, games, keep_root, roots, ws, out, idle, lad, check: bool) -> int:
+    """Encode every leaf with its game's workspace, as ``encode_leaf`` does.
+    Returns a checksum of every leaf's planes and idle points with
+    ``check``, else of one cell a leaf."""
     s = 0
+    flat = out.reshape(out.size)
     for i in range(leaves.shape[0]):
         leaf = ws[games[i]]
         r = keep_root[i]
@@ -120,7 +126,13 @@ def replay(leaves, games, keep_root, roots, ws, out, idle, lad) -> int:
             n = roots[r].n
             ladder_map_keep(roots[r], lad[:n * n], leaf.ladders)
         s += encode_sayuri_v3_reuse(leaves[i], out, leaf, idle)
-        s += out[0, 0, 0]
+        if check:
+            for j in range(flat.size):
+                s = (s * 1000003 + flat[j]) & 0xFFFFFFFFFFFF
+            for j in range(idle.size):
+                s = (s * 1000003 + idle[j]) & 0xFFFFFFFFFFFF
+        else:
+            s += out[0, 0, 0]
     return s
 
 
@@ -131,21 +143,25 @@ def bench(a) -> None:
     out = np.zeros((PLANES, n, n), np.uint8)
     idle = np.zeros(n * n, np.uint8)
     lad = np.zeros(n * n, np.int8)
+    def workspaces() -> np.ndarray:
+        return np.concatenate([new_leaf_workspace() for _ in range(int(games.max()) + 1)])
+
+    checksum = replay(leaves, games, keep_root, roots, workspaces(), out, idle, lad, True)  # compiles too
     times = []
     ws = None
-    for _ in range(a.reps + 1):  # the first pass compiles
-        ws = np.concatenate([new_leaf_workspace() for _ in range(int(games.max()) + 1)])
+    for _ in range(a.reps):
+        ws = workspaces()
         t0 = time.process_time()
-        replay(leaves, games, keep_root, roots, ws, out, idle, lad)
+        replay(leaves, games, keep_root, roots, ws, out, idle, lad, False)
         times.append(1e6 * (time.process_time() - t0) / len(leaves))
-    times = times[1:]
     lads = ws["ladders"]
     stats = {k: int(lads[k].sum()) for k in ("inherited", "reused", "remembered", "read", "read_nodes")}
     res = {"leaves": len(leaves), "encode_us": min(times), "encode_us_median": statistics.median(times),
-           "passes": [round(t, 2) for t in times]} | stats
+           "passes": [round(t, 2) for t in times], "planes_checksum": int(checksum)} | stats
     print(f"{len(leaves)} leaves: encode {res['encode_us']:.2f} us min, {res['encode_us_median']:.2f} median; "
           f"strings inherited {stats['inherited']}, from the root {stats['reused']}, remembered "
-          f"{stats['remembered']}, read {stats['read']} ({stats['read_nodes'] / max(stats['read'], 1):.0f} nodes each)")
+          f"{stats['remembered']}, read {stats['read']} ({stats['read_nodes'] / max(stats['read'], 1):.0f} nodes each); "
+          f"planes checksum {checksum}")
     print(json.dumps(res))
 
 

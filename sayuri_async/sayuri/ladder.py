@@ -114,6 +114,7 @@ LADDER_CACHE_DTYPE = np.dtype(
         ("verdict", np.int8, (MAX_P,)),  # per string head: 0 unknown, 1 ladder, 2 not
         ("nvital", np.int8, (MAX_P,)),  # per string head: its vital moves
         ("vital_at", np.int32, (MAX_P, VITAL_MAX)),
+        ("pts", np.int16, (MAX_P,)),  # the points of strings of one or two liberties (``short_points``)
         ("mark", np.uint8, (MAX_P,)),  # footprint's scratch, all 0 between calls (a bool array cannot be a field)
         ("changed", np.uint64, (2, SET_WORDS)),  # points whose stones differ from the root's / the parent's
         ("kept_p", np.int32, (NODE_STRINGS,)),  # this position's read-outs for the store: string point,
@@ -187,20 +188,24 @@ def _diff(black, white, b2, w2, changed) -> None:
 
 
 @njit(cache=True)
-def _has_short_string(rec) -> bool:
-    """Whether a string of ``rec`` has one or two liberties."""
+def short_points(rec, pts) -> int:
+    """Write the points of ``rec``'s strings of one or two liberties into
+    ``pts`` in raster order; returns how many. One pass without a branch
+    per point (the board's colours are too mixed for branches to be
+    predicted)."""
     n = rec.n
     w = rec.w
     color = rec.color
     libs = rec.libs
     parent = rec.parent
+    k = 0
     for y in range(n):
         row = (y + 1) * w + 1
         for p in range(row, row + n):
             c = color[p]
-            if (c == BLACK or c == WHITE) and libs[parent[p]] <= 2:
-                return True
-    return False
+            pts[k] = p
+            k += ((c == BLACK) | (c == WHITE)) & (libs[parent[p]] <= 2)
+    return k
 
 
 @njit(cache=True)
@@ -215,12 +220,15 @@ def _ladder_pass(rec, out, cache, mode: int, stones) -> None:
     w = rec.w
     for i in range(n * n):
         out[i] = NOT_LADDER
-    if mode == 2 and not _has_short_string(rec):
+    pts = cache.pts
+    npts = short_points(rec, pts)
+    if mode == 2 and npts == 0:
         return  # nothing to read, nothing its children could take
     verdict = cache.verdict
     vital = cache.vital_at
     nvital = cache.nvital
-    for g in range(w * w):
+    for i in range(npts):
+        g = rec.parent[pts[i]]
         verdict[g] = 0
         nvital[g] = 0
     mark = cache.mark
@@ -259,111 +267,110 @@ def _ladder_pass(rec, out, cache, mode: int, stones) -> None:
                 _diff(black, white, cache.node_black[parent], cache.node_white[parent], parent_changed)
                 parent_ko_moved = rec.ko != cache.node_ko[parent]
     loaded = False
-    for y in range(n):
-        for x in range(n):
-            p = (y + 1) * w + x + 1
-            c = rec.color[p]
-            if c != BLACK and c != WHITE:
+    for j in range(npts):  # the stones of short strings, in raster order
+        p = np.int64(pts[j])
+        y = p // w - 1
+        x = p - (y + 1) * w - 1
+        c = rec.color[p]
+        g = rec.parent[p]
+        if verdict[g] == 2:
+            continue
+        libs = rec.libs[g]
+        first = verdict[g] == 0
+        if first:
+            if libs >= 3:
+                verdict[g] = 2
                 continue
-            g = rec.parent[p]
-            if verdict[g] == 2:
-                continue
-            libs = rec.libs[g]
-            first = verdict[g] == 0
-            if first:
-                if libs >= 3:
-                    verdict[g] = 2
-                    continue
-                nv = -1
-                src = -1  # where the footprint comes from: 0 parent, 1 root, 2 memo, 3 read now
-                slot = -1
-                if parent >= 0:
-                    for i in range(cache.node_count[parent]):
-                        if cache.node_p[parent, i] == p:
-                            if _fits(cache.node_fp[parent, i], parent_changed, parent_ko_moved, rec.ko,
-                                     cache.node_ko[parent]):
-                                nv = cache.node_nv[parent, i]
-                                for k in range(nv):
-                                    vital[g, k] = cache.node_vital[parent, i, k]
-                                cache.inherited += 1
-                                src = 0
-                                slot = i
-                            break
-                if nv < 0 and use_root:
-                    e = cache.entry[p]
-                    if e >= 0 and _fits(cache.fp[e], root_changed, root_ko_moved, rec.ko, cache.ko):
-                        nv = cache.nv[e]
-                        for k in range(nv):
-                            vital[g, k] = cache.vital[e, k]
-                        cache.reused += 1
-                        src = 1
-                        slot = e
-                if nv < 0 and mode == 2:
-                    base = (p % MEMO_SETS) * MEMO_WAYS
-                    for e in range(base, base + MEMO_WAYS):
-                        if cache.m_p[e] == p and _same_on(cache.m_fp[e], black, white, cache.m_black[e],
-                                                          cache.m_white[e], rec.ko, cache.m_ko[e]):
-                            nv = cache.m_nv[e]
+            nv = -1
+            src = -1  # where the footprint comes from: 0 parent, 1 root, 2 memo, 3 read now
+            slot = -1
+            if parent >= 0:
+                for i in range(cache.node_count[parent]):
+                    if cache.node_p[parent, i] == p:
+                        if _fits(cache.node_fp[parent, i], parent_changed, parent_ko_moved, rec.ko,
+                                 cache.node_ko[parent]):
+                            nv = cache.node_nv[parent, i]
                             for k in range(nv):
-                                vital[g, k] = cache.m_vital[e, k]
-                            cache.remembered += 1
-                            src = 2
-                            slot = e
-                            break
-                if nv < 0:
-                    if not loaded:
-                        copy_position(cache.board, rec)
-                        loaded = True
-                    reader = cache.reader
-                    seen = reader.seen
-                    for i in range(SET_WORDS):
-                        seen[i] = 0
-                    nv = read_string(cache.board, reader, p, c, libs, w, vital[g])
-                    if mode == 2:
-                        cache.read += 1
-                        cache.read_nodes += reader.nodes
-                        st = p % MEMO_SETS
-                        e = st * MEMO_WAYS + cache.m_next[st]
-                        cache.m_next[st] = (cache.m_next[st] + 1) % MEMO_WAYS
-                        footprint(rec, p, c, seen, cache.m_fp[e], mark)
-                        cache.m_p[e] = p
-                        _keep_on(cache.m_fp[e], black, white, cache.m_black[e], cache.m_white[e], rec.ko,
-                                 cache.m_ko, e)
-                        cache.m_nv[e] = nv
+                                vital[g, k] = cache.node_vital[parent, i, k]
+                            cache.inherited += 1
+                            src = 0
+                            slot = i
+                        break
+            if nv < 0 and use_root:
+                e = cache.entry[p]
+                if e >= 0 and _fits(cache.fp[e], root_changed, root_ko_moved, rec.ko, cache.ko):
+                    nv = cache.nv[e]
+                    for k in range(nv):
+                        vital[g, k] = cache.vital[e, k]
+                    cache.reused += 1
+                    src = 1
+                    slot = e
+            if nv < 0 and mode == 2:
+                base = (p % MEMO_SETS) * MEMO_WAYS
+                for e in range(base, base + MEMO_WAYS):
+                    if cache.m_p[e] == p and _same_on(cache.m_fp[e], black, white, cache.m_black[e],
+                                                      cache.m_white[e], rec.ko, cache.m_ko[e]):
+                        nv = cache.m_nv[e]
                         for k in range(nv):
-                            cache.m_vital[e, k] = vital[g, k]
-                        src = 3
+                            vital[g, k] = cache.m_vital[e, k]
+                        cache.remembered += 1
+                        src = 2
                         slot = e
-                    elif mode == 1:
-                        e = cache.entries
-                        cache.entries = e + 1
-                        cache.entry[p] = e
-                        footprint(rec, p, c, seen, cache.fp[e], mark)
-                        cache.nv[e] = nv
-                        for k in range(nv):
-                            cache.vital[e, k] = vital[g, k]
-                if mode == 2 and kept < NODE_STRINGS:
-                    fp = cache.m_fp[slot]
-                    if src == 0:
-                        fp = cache.node_fp[parent, slot]
-                    elif src == 1:
-                        fp = cache.fp[slot]
-                    for i in range(SET_WORDS):
-                        kept_fp[kept, i] = fp[i]
-                    kept_p[kept] = p
-                    kept_g[kept] = g
-                    kept += 1
-                nvital[g] = nv
-                if nv == 0:
-                    verdict[g] = 2
-                    continue
-                verdict[g] = 1
-            out[y * n + x] = LADDER_DEATH if libs == 1 else LADDER_ESCAPABLE
-            if not first:  # the vital moves are written once, at the string's first stone
+                        break
+            if nv < 0:
+                if not loaded:
+                    copy_position(cache.board, rec)
+                    loaded = True
+                reader = cache.reader
+                seen = reader.seen
+                for i in range(SET_WORDS):
+                    seen[i] = 0
+                nv = read_string(cache.board, reader, p, c, libs, w, vital[g])
+                if mode == 2:
+                    cache.read += 1
+                    cache.read_nodes += reader.nodes
+                    st = p % MEMO_SETS
+                    e = st * MEMO_WAYS + cache.m_next[st]
+                    cache.m_next[st] = (cache.m_next[st] + 1) % MEMO_WAYS
+                    footprint(rec, p, c, seen, cache.m_fp[e], mark)
+                    cache.m_p[e] = p
+                    _keep_on(cache.m_fp[e], black, white, cache.m_black[e], cache.m_white[e], rec.ko,
+                             cache.m_ko, e)
+                    cache.m_nv[e] = nv
+                    for k in range(nv):
+                        cache.m_vital[e, k] = vital[g, k]
+                    src = 3
+                    slot = e
+                elif mode == 1:
+                    e = cache.entries
+                    cache.entries = e + 1
+                    cache.entry[p] = e
+                    footprint(rec, p, c, seen, cache.fp[e], mark)
+                    cache.nv[e] = nv
+                    for k in range(nv):
+                        cache.vital[e, k] = vital[g, k]
+            if mode == 2 and kept < NODE_STRINGS:
+                fp = cache.m_fp[slot]
+                if src == 0:
+                    fp = cache.node_fp[parent, slot]
+                elif src == 1:
+                    fp = cache.fp[slot]
+                for i in range(SET_WORDS):
+                    kept_fp[kept, i] = fp[i]
+                kept_p[kept] = p
+                kept_g[kept] = g
+                kept += 1
+            nvital[g] = nv
+            if nv == 0:
+                verdict[g] = 2
                 continue
-            for i in range(nvital[g]):
-                a = vital[g, i]
-                out[(a // w - 1) * n + a % w - 1] = LADDER_TAKE if libs == 1 else LADDER_ATARI
+            verdict[g] = 1
+        out[y * n + x] = LADDER_DEATH if libs == 1 else LADDER_ESCAPABLE
+        if not first:  # the vital moves are written once, at the string's first stone
+            continue
+        for i in range(nvital[g]):
+            a = vital[g, i]
+            out[(a // w - 1) * n + a % w - 1] = LADDER_TAKE if libs == 1 else LADDER_ATARI
     if mode == 1:
         for i in range(SET_WORDS):
             cache.black[i] = black[i]
