@@ -11,15 +11,22 @@ capture     ``--capture FILE``: self-play with the random network (64 games,
             ``--warmup``; every leaf the searches encode is kept, in order,
             with its game and, where the search read its root's ladders at
             that leaf (``ladder.ladder_map_keep``, its first leaf after
-            ``set_root``), the root. Saved with ``numpy.savez`` (board
-            records of ``go/board.BOARD_DTYPE``, about 4 KB a leaf).
-replay      ``FILE``: every leaf encoded again as the search does
-            (``search/puct.encode_leaf``: one leaf workspace per game, the
-            root's read-outs where the capture made them, then
-            ``encode_sayuri_v3_reuse``), in a compiled loop; ``--reps``
-            passes, each from empty workspaces, timed by CPU time. Also
-            prints the ladder statistics of the last pass (strings taken
-            from the parent position, the root, the memo, and read out).
+            ``set_root``), the root. A leaf is saved as its root and the
+            moves from there (the last ones of its history ring), checked
+            to rebuild the very record the search encoded; roots are board
+            records of ``go/board.BOARD_DTYPE``. Saved with ``numpy.savez``.
+replay      ``FILE``: every leaf rebuilt as the search's walk builds it (the
+            root copied to one scratch board, the moves played) and encoded
+            as the search does (``search/puct.encode_leaf``: one leaf
+            workspace per game, the root's read-outs where the capture made
+            them, then ``encode_sayuri_v3_reuse``), in a compiled loop;
+            ``--reps`` passes, each from empty workspaces, timed by CPU
+            time. (Keeping the leaves' records instead, 12.5 KB each, made
+            each pass stream 1.5 GB from memory, which a search never does:
+            its leaf is the board it just played on, and the figures moved
+            with the machine's memory traffic.) Also prints the ladder
+            statistics of the last pass (strings taken from the parent
+            position, the root, the memo, and read out).
 
 Prints a line of figures and, as its last line, a JSON object with
 ``leaves``, ``encode_us`` (min over the passes, CPU time per leaf),
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -107,25 +115,91 @@ def capture(a) -> None:
         asyncio.run(main())
     finally:
         backend.close()
-    np.savez(a.file, leaves=np.array(leaves, dtype=B.BOARD_DTYPE), games=np.array(games, np.int32),
-             keep_root=np.array(keep_root, np.int32), roots=np.array(roots, dtype=B.BOARD_DTYPE))
-    print(f"captured {len(leaves)} leaves of {len(ids)} games, {len(roots)} root read-outs -> {a.file}")
+    games_a = np.array(games, np.int32)
+    keep_a = np.array(keep_root, np.int32)
+    recs = np.array(leaves, dtype=B.BOARD_DTYPE)
+    roots_a = np.array(roots, dtype=B.BOARD_DTYPE)
+    root_of = np.full(len(recs), -1, np.int32)
+    current: dict[int, int] = {}
+    for i, (g, k) in enumerate(zip(games_a, keep_a)):
+        if k >= 0:
+            current[int(g)] = int(k)
+        root_of[i] = current.get(int(g), -1)
+    depth = np.zeros(len(recs), np.int32)
+    moves = np.zeros((len(recs), B.HISTORY - 1), np.int32)
+    ok = as_moves(recs, roots_a, root_of, depth, moves, np.zeros(1, B.BOARD_DTYPE))
+    tmp = f"{a.file}.tmp.npz"
+    np.savez(tmp, roots=roots_a, games=games_a[ok], keep=(keep_a[ok] >= 0), root_of=root_of[ok], depth=depth[ok],
+             moves=moves[ok])
+    os.replace(tmp, a.file)
+    print(f"captured {len(recs)} leaves of {len(ids)} games ({int(ok.sum())} rebuilt from their root and moves, "
+          f"kept), {len(roots_a)} root read-outs -> {a.file}")
 
 
 @njit
-def replay(leaves, games, keep_root, roots, ws, out, idle, lad, check: bool) -> int:
-    """Encode every leaf with its game's workspace, as ``encode_leaf`` does.
+def _same_board(x, y) -> bool:
+    """Whether two records hold the same position, history and fields on
+    ``x``'s board (points past ``W * W`` are never read)."""
+    m = x.w * x.w
+    for p in range(m):
+        if (x.color[p] != y.color[p] or x.libs[p] != y.libs[p] or x.size[p] != y.size[p]
+                or (x.color[p] != B.EMPTY and (x.parent[p] != y.parent[p] or x.nxt[p] != y.nxt[p]))):
+            return False
+    for k in range(B.HISTORY):
+        if x.hist_hash[k] != y.hist_hash[k] or x.hist_move[k] != y.hist_move[k]:
+            return False
+        for p in range(m):
+            if x.hist[k, p] != y.hist[k, p]:
+                return False
+    return (x.hash == y.hash and x.ko == y.ko and x.to_move == y.to_move and x.move_num == y.move_num
+            and x.hist_pos == y.hist_pos and x.passes == y.passes and x.last_move == y.last_move
+            and x.captures[1] == y.captures[1] and x.captures[2] == y.captures[2] and x.n == y.n
+            and x.komi == y.komi and x.scoring == y.scoring and x.handicap == y.handicap)
+
+
+@njit
+def as_moves(recs, roots, root_of, depth, moves, scratch):
+    """Each leaf as its root's moves: ``depth[i]`` moves into ``moves[i]``
+    from the leaf's history ring; True where replaying them on the root
+    rebuilds the leaf exactly."""
+    ok = np.zeros(recs.shape[0], np.bool_)
+    for i in range(recs.shape[0]):
+        r = root_of[i]
+        if r < 0:
+            continue
+        leaf = recs[i]
+        d = leaf.move_num - roots[r].move_num
+        if d < 0 or d > moves.shape[1]:
+            continue
+        for k in range(d):
+            moves[i, d - 1 - k] = leaf.hist_move[(leaf.hist_pos - k) % B.HISTORY]
+        depth[i] = d
+        B.copy_board(scratch[0], roots[r])
+        for k in range(d):
+            B.play(scratch[0], moves[i, k])
+        ok[i] = _same_board(leaf, scratch[0])
+    return ok
+
+
+@njit
+def replay(roots, games, keep, root_of, depth, moves, ws, scratch, out, idle, lad, check: bool) -> int:
+    """Rebuild every leaf on the scratch board as the search's walk does
+    and encode it with its game's workspace, as ``encode_leaf`` does.
     Returns a checksum of every leaf's planes and idle points with
     ``check``, else of one cell a leaf."""
     s = 0
     flat = out.reshape(out.size)
-    for i in range(leaves.shape[0]):
+    rec = scratch[0]
+    for i in range(games.shape[0]):
+        root = roots[root_of[i]]
+        B.copy_board(rec, root)
+        for k in range(depth[i]):
+            B.play(rec, moves[i, k])
         leaf = ws[games[i]]
-        r = keep_root[i]
-        if r >= 0:
-            n = roots[r].n
-            ladder_map_keep(roots[r], lad[:n * n], leaf.ladders)
-        s += encode_sayuri_v3_reuse(leaves[i], out, leaf, idle)
+        if keep[i]:
+            n = root.n
+            ladder_map_keep(root, lad[:n * n], leaf.ladders)
+        s += encode_sayuri_v3_reuse(rec, out, leaf, idle)
         if check:
             for j in range(flat.size):
                 s = (s * 1000003 + flat[j]) & 0xFFFFFFFFFFFF
@@ -138,27 +212,30 @@ def replay(leaves, games, keep_root, roots, ws, out, idle, lad, check: bool) -> 
 
 def bench(a) -> None:
     d = np.load(a.file)
-    leaves, games, keep_root, roots = d["leaves"], d["games"], d["keep_root"], d["roots"]
-    n = int(leaves[0]["n"])
+    roots = d["roots"]
+    args = (roots, d["games"], d["keep"], d["root_of"], d["depth"], d["moves"])
+    games = d["games"]
+    n = int(roots[0]["n"])
+    scratch = np.zeros(1, B.BOARD_DTYPE)
     out = np.zeros((PLANES, n, n), np.uint8)
     idle = np.zeros(n * n, np.uint8)
     lad = np.zeros(n * n, np.int8)
     def workspaces() -> np.ndarray:
         return np.concatenate([new_leaf_workspace() for _ in range(int(games.max()) + 1)])
 
-    checksum = replay(leaves, games, keep_root, roots, workspaces(), out, idle, lad, True)  # compiles too
+    checksum = replay(*args, workspaces(), scratch, out, idle, lad, True)  # compiles too
     times = []
     ws = None
     for _ in range(a.reps):
         ws = workspaces()
         t0 = time.process_time()
-        replay(leaves, games, keep_root, roots, ws, out, idle, lad, False)
-        times.append(1e6 * (time.process_time() - t0) / len(leaves))
+        replay(*args, ws, scratch, out, idle, lad, False)
+        times.append(1e6 * (time.process_time() - t0) / len(games))
     lads = ws["ladders"]
     stats = {k: int(lads[k].sum()) for k in ("inherited", "reused", "remembered", "read", "read_nodes")}
-    res = {"leaves": len(leaves), "encode_us": min(times), "encode_us_median": statistics.median(times),
+    res = {"leaves": len(games), "encode_us": min(times), "encode_us_median": statistics.median(times),
            "passes": [round(t, 2) for t in times], "planes_checksum": int(checksum)} | stats
-    print(f"{len(leaves)} leaves: encode {res['encode_us']:.2f} us min, {res['encode_us_median']:.2f} median; "
+    print(f"{len(games)} leaves: encode {res['encode_us']:.2f} us min, {res['encode_us_median']:.2f} median; "
           f"strings inherited {stats['inherited']}, from the root {stats['reused']}, remembered "
           f"{stats['remembered']}, read {stats['read']} ({stats['read_nodes'] / max(stats['read'], 1):.0f} nodes each); "
           f"planes checksum {checksum}")

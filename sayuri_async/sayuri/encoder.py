@@ -208,38 +208,53 @@ def _planes(rec, o, nn: int, lad, safe, owner) -> None:
     own = rec.to_move
     opp = 3 - own
     territory = rec.scoring == 1
-    _fill(o, P_KO * nn, (P_RULE - P_KO) * nn, np.uint8(0))
+    _fill(o, P_KO * nn, (P_LIBS - P_KO) * nn, np.uint8(0))  # planes 29-36 are written whole below
     if rec.ko != NO_KO:
         o[P_KO * nn + (rec.ko // w - 1) * n + rec.ko % w - 1] = 1
+    # slices of ``o`` and ``range`` indices only below: numba then knows no
+    # index is negative and skips its wrap-around arithmetic at every store
     if not territory:
-        a = P_AREA * nn
+        safe_own = o[P_AREA * nn:(P_AREA + 1) * nn]
+        safe_opp = o[(P_AREA + 1) * nn:(P_AREA + 2) * nn]
+        own_area = o[(P_AREA + 2) * nn:(P_AREA + 3) * nn]
+        opp_area = o[(P_AREA + 3) * nn:(P_AREA + 4) * nn]
         for i in range(nn):
             mine = owner[i] == own
             theirs = owner[i] == opp
-            o[a + i] = np.uint8(safe[i] != 0 and mine)
-            o[a + nn + i] = np.uint8(safe[i] != 0 and theirs)
-            o[a + 2 * nn + i] = np.uint8(mine)
-            o[a + 3 * nn + i] = np.uint8(theirs)
-    b = P_LIBS * nn
-    for y in range(n):
+            safe_own[i] = np.uint8((safe[i] != 0) & mine)
+            safe_opp[i] = np.uint8((safe[i] != 0) & theirs)
+            own_area[i] = np.uint8(mine)
+            opp_area[i] = np.uint8(theirs)
+    color = rec.color
+    libs = rec.libs
+    parent = rec.parent
+    for y in range(n):  # no branch per point: the colours are too mixed to predict
+        start = (y + 1) * w + 1
+        c_row = color[start:start + n]
+        g_row = parent[start:start + n]
+        at = (P_LIBS * nn) + y * n
+        lib1 = o[at:at + n]
+        lib2 = o[at + nn:at + nn + n]
+        lib3 = o[at + 2 * nn:at + 2 * nn + n]
+        lib4 = o[at + 3 * nn:at + 3 * nn + n]
         for x in range(n):
-            p = (y + 1) * w + x + 1
-            c = rec.color[p]
-            if c == BLACK or c == WHITE:
-                lib = rec.libs[rec.parent[p]]
-                if 1 <= lib <= 4:
-                    o[b + (lib - 1) * nn + y * n + x] = 1
-    d = P_LADDER * nn
+            c = c_row[x]
+            lib = libs[np.uint16(g_row[x])]
+            stone = (c == BLACK) | (c == WHITE)
+            lib1[x] = np.uint8(stone & (lib == 1))
+            lib2[x] = np.uint8(stone & (lib == 2))
+            lib3[x] = np.uint8(stone & (lib == 3))
+            lib4[x] = np.uint8(stone & (lib == 4))
+    dead = o[P_LADDER * nn:(P_LADDER + 1) * nn]
+    escapable = o[(P_LADDER + 1) * nn:(P_LADDER + 2) * nn]
+    atari = o[(P_LADDER + 2) * nn:(P_LADDER + 3) * nn]
+    take = o[(P_LADDER + 3) * nn:(P_LADDER + 4) * nn]
     for i in range(nn):
         v = lad[i]
-        if v == LADDER_DEATH:
-            o[d + i] = 1
-        elif v == LADDER_ESCAPABLE:
-            o[d + nn + i] = 1
-        elif v == LADDER_ATARI:
-            o[d + 2 * nn + i] = 1
-        elif v == LADDER_TAKE:
-            o[d + 3 * nn + i] = 1
+        dead[i] = np.uint8(v == LADDER_DEATH)
+        escapable[i] = np.uint8(v == LADDER_ESCAPABLE)
+        atari[i] = np.uint8(v == LADDER_ATARI)
+        take[i] = np.uint8(v == LADDER_TAKE)
     _fill(o, P_RULE * nn, (P_ONES - P_RULE) * nn, np.uint8(0))
     if territory:
         _fill(o, P_RULE * nn, nn, np.uint8(1))

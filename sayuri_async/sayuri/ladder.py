@@ -198,14 +198,14 @@ def short_points(rec, pts) -> int:
     color = rec.color
     libs = rec.libs
     parent = rec.parent
-    k = 0
+    k = np.uint64(0)  # unsigned indices: numba adds no wrap-around arithmetic
     for y in range(n):
         row = (y + 1) * w + 1
         for p in range(row, row + n):
             c = color[p]
             pts[k] = p
-            k += ((c == BLACK) | (c == WHITE)) & (libs[parent[p]] <= 2)
-    return k
+            k += np.uint64(((c == BLACK) | (c == WHITE)) & (libs[np.uint16(parent[p])] <= 2))
+    return int(k)
 
 
 @njit(cache=True)

@@ -68,17 +68,16 @@ def stone_sets(rec, black, white, empty) -> None:
     n = rec.n
     w = rec.w
     color = rec.color
-    for y in range(n):
+    for y in range(n):  # no branch per point: the colours are too mixed to predict
         row = (y + 1) * w + 1
         for p in range(row, row + n):
             c = color[p]
-            bit = _ONE << np.uint64(p & 63)
-            if c == EMPTY:
-                empty[p >> 6] |= bit
-            elif c == BLACK:
-                black[p >> 6] |= bit
-            elif c == WHITE:
-                white[p >> 6] |= bit
+            u = np.uint64(p)  # unsigned indices: numba adds no wrap-around arithmetic
+            k = u & np.uint64(63)
+            i = u >> np.uint64(6)
+            empty[i] |= np.uint64(c == EMPTY) << k
+            black[i] |= np.uint64(c == BLACK) << k
+            white[i] |= np.uint64(c == WHITE) << k
 
 
 @njit(cache=True, inline="always")
