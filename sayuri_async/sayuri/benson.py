@@ -57,7 +57,7 @@ import numpy as np
 from numba import njit
 
 from ..go.board import BLACK, BORDER, EMPTY, MAX_P, WHITE
-from .pointset import SET_WORDS, fill, has, is_empty, low_bit, neighbours, stone_sets
+from .pointset import SET_WORDS, fill, is_empty, low_bit, neighbours, stone_sets
 
 __all__ = ["AREA_SCRATCH_DTYPE", "area_planes", "area_planes_idle", "area_planes_with", "pass_alive_area",
            "pass_alive_idle", "reach_area"]
@@ -507,18 +507,17 @@ def _reach_owner(rec, black, white, empty, owner, sets) -> None:
         near[i] &= empty[i]
     fill(near, empty, w, by_white)
     color = rec.color
-    for y in range(n):
+    for y in range(n):  # no branch per point: the colours are too mixed to predict
+        row = owner[y * n:(y + 1) * n]
         for x in range(n):
-            p = (y + 1) * w + x + 1
-            c = color[p]
-            if c != EMPTY:
-                owner[y * n + x] = c
-                continue
-            b = has(by_black, p)
-            if b != has(by_white, p):
-                owner[y * n + x] = BLACK if b else WHITE
-            else:
-                owner[y * n + x] = EMPTY
+            u = np.uint64((y + 1) * w + x + 1)  # unsigned: no wrap-around arithmetic
+            c = color[u]
+            k = u & np.uint64(63)
+            i = u >> np.uint64(6)
+            b = (by_black[i] >> k) & np.uint64(1)
+            wh = (by_white[i] >> k) & np.uint64(1)
+            reached = np.int8(BLACK) * np.int8(b & ~wh) + np.int8(WHITE) * np.int8(wh & ~b)
+            row[x] = c if c != EMPTY else reached
 
 
 @njit(cache=True)

@@ -4,7 +4,7 @@ Vocabulary
 ----------
 seen        the point set (``pointset.py``) of the candidate moves a
             read-out tried (``ladder_reader.read_string`` fills it).
-footprint   ``footprint(rec, p, c, seen, fp, mark)``: a point set holding
+footprint   ``footprint(rec, p, c, seen, fp, ...)``: a point set holding
             every point whose stone (or emptiness) the read-out of the
             string at ``p`` looked at, directly or through a liberty count
             (see the function). Two positions with the same stones on the
@@ -17,25 +17,13 @@ import numpy as np
 from numba import njit
 
 from ..go.board import BLACK, MAX_P, WHITE
-from .pointset import low_bit
+from .pointset import SET_WORDS, add, low_bit, neighbours
 
 MAX_STRINGS = MAX_P // 2 + 1  # strings a board can hold
 
 
-@njit(cache=True, inline="always")
-def _set_near(fp, p: int, w: int) -> None:
-    """Points within distance 2 of ``p`` into the bit set ``fp``."""
-    m = w * w
-    p = np.int64(p)
-    w = np.int64(w)
-    for q in (p, p - 1, p + 1, p - w, p + w, p - 2, p + 2, p - 2 * w, p + 2 * w,
-              p - w - 1, p - w + 1, p + w - 1, p + w + 1):
-        if 0 <= q < m:
-            fp[q >> 6] |= np.uint64(1) << np.uint64(q & 63)
-
-
 @njit(cache=True)
-def footprint(rec, p: int, c: int, seen, fp, mark) -> None:
+def footprint(rec, p: int, c: int, seen, fp, mark, heads, scratch) -> None:
     """The points whose stones decide the read-out of the string at ``p``
     (colour ``c``) on ``rec``, as the bit set ``fp``. A read-out plays and
     tests moves only at its candidate points (``seen``); the board
@@ -51,15 +39,20 @@ def footprint(rec, p: int, c: int, seen, fp, mark) -> None:
     those of colour ``c``. Two positions with the same stones on ``fp``,
     and the same ko point or one outside ``fp``, read the same (an
     untouched string also keeps its stone ring, whose order the read-out
-    follows). ``mark`` (``[MAX_P]`` bool or uint8, all false) is scratch, left all
-    false."""
+    follows). The balls of distance 2 are two growths of a point set
+    (``pointset.neighbours``), which may also set border points and points
+    past ``W * W``: no stone is ever there. Scratch, left as found:
+    ``mark`` (``[MAX_P]`` bool or uint8, all false); scratch overwritten:
+    ``heads`` (``[MAX_STRINGS + 1]`` int32), ``scratch`` (``[2,
+    SET_WORDS]`` uint64)."""
     w = np.int64(rec.w)
-    for i in range(fp.shape[0]):
-        fp[i] = 0
+    near = scratch[0]  # the points whose distance-2 ball is in the footprint
+    grown = scratch[1]
+    for i in range(SET_WORDS):
+        near[i] = seen[i]
+        fp[i] = 0  # first: the stones whose distance-1 ball is in it
     color = rec.color
     parent = rec.parent
-    heads = np.empty(MAX_STRINGS + 1, np.int32)
-    nh = 0
     heads[0] = parent[p]
     mark[parent[p]] = True
     nh = 1
@@ -69,7 +62,6 @@ def footprint(rec, p: int, c: int, seen, fp, mark) -> None:
             b = low_bit(word)
             word ^= np.uint64(1) << np.uint64(b)
             x = np.int64(i * 64 + b)
-            _set_near(fp, x, w)
             for q in (x, x - 1, x + 1, x - w, x + w):
                 cq = color[q]
                 if cq == BLACK or cq == WHITE:
@@ -97,13 +89,15 @@ def footprint(rec, p: int, c: int, seen, fp, mark) -> None:
     for j in range(nh):
         h = heads[j]
         mark[h] = False
+        into = near if j < base else fp  # next to the prey's side only: the stones and their neighbours
         s = np.int64(h)
         while True:
-            if j < base:
-                _set_near(fp, s, w)
-            else:  # next to the prey's side only: the stones and their neighbours
-                for q in (s, s - 1, s + 1, s - w, s + w):
-                    fp[q >> 6] |= np.uint64(1) << np.uint64(q & 63)
+            add(into, s)
             s = rec.nxt[s]
             if s == h:
                 break
+    neighbours(near, w, grown)
+    neighbours(grown, w, near)
+    neighbours(fp, w, grown)
+    for i in range(SET_WORDS):
+        fp[i] = near[i] | grown[i]

@@ -112,17 +112,32 @@ def neighbours(s, w: int, out) -> None:
 @njit(cache=True)
 def fill(seed, within, w: int, out) -> None:
     """``out`` = the points of ``within`` joined to ``seed & within`` by a
-    4-connected path inside ``within`` (``seed`` is left as it was)."""
-    nxt = np.empty(SET_WORDS, np.uint64)
+    4-connected path inside ``within`` (``seed`` is left as it was).
+    Sweeps grow ``out`` in place, a word at a time, until one changes
+    nothing: a word grows from its neighbours as they are, the lower one
+    already grown in the same sweep (growth only ever adds points of
+    ``within`` next to ``out``, so the result is the same as growing the
+    whole set step by step, and it comes in fewer sweeps; nor is an array
+    made for the step)."""
+    last = SET_WORDS - 1
+    sw = np.uint64(w)
+    rw = np.uint64(64 - w)
     for i in range(SET_WORDS):
         out[i] = seed[i] & within[i]
     while True:
-        _grow(out, nxt, w)
         grew = False
         for i in range(SET_WORDS):
-            v = nxt[i] & within[i]
-            if v != out[i]:
+            x = out[i]
+            g = x | (x << _ONE) | (x << sw) | (x >> _ONE) | (x >> sw)
+            if i > 0:
+                b = out[i - 1]
+                g |= (b >> np.uint64(63)) | (b >> rw)
+            if i < last:
+                a = out[i + 1]
+                g |= (a << np.uint64(63)) | (a << rw)
+            g &= within[i]
+            if g != x:
+                out[i] = g
                 grew = True
-            out[i] = v
         if not grew:
             return
