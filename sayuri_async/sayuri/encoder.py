@@ -105,6 +105,7 @@ LEAF_DTYPE = np.dtype(
         ("safe", np.uint8, (MAX_P,)),  # per action: in a safe area of either colour
         ("owner", np.int8, (MAX_P,)),  # per action: Sayuri's area-rule owner
         ("lad", np.int8, (MAX_P,)),  # per action: the ladder code
+        ("libs_at", np.int16, (MAX_P,)),  # per action: its string's liberties (``string_libs``)
     ],
     align=True,
 )
@@ -200,9 +201,32 @@ def _history(rec, o, nn: int) -> None:
 
 
 @njit(cache=True)
-def _planes(rec, o, nn: int, lad, safe, owner) -> None:
+def string_libs(rec, out) -> None:
+    """``out[a]`` (int16, ``[N*N]``): the liberties of the string on action
+    ``a``'s point, 0 on an empty point. One gather a point, no branch (the
+    colours are too mixed to predict); unsigned indices spare numba's
+    wrap-around arithmetic."""
+    n = rec.n
+    w = rec.w
+    color = rec.color
+    libs = rec.libs
+    parent = rec.parent
+    for y in range(n):
+        start = (y + 1) * w + 1
+        c_row = color[start:start + n]
+        g_row = parent[start:start + n]
+        row = out[y * n:(y + 1) * n]
+        for x in range(n):
+            c = c_row[x]
+            stone = (c == BLACK) | (c == WHITE)
+            row[x] = libs[np.uint16(g_row[x])] * np.int16(stone)
+
+
+@njit(cache=True)
+def _planes(rec, o, nn: int, lad, safe, owner, libs_at) -> None:
     """Planes 24-42 from the ladder map ``lad`` and the area planes
-    (``safe``, ``owner``; not read under territory scoring)."""
+    (``safe``, ``owner``; not read under territory scoring);
+    ``libs_at`` (``[N*N]`` int16) is scratch for ``string_libs``."""
     n = rec.n
     w = rec.w
     own = rec.to_move
@@ -225,26 +249,13 @@ def _planes(rec, o, nn: int, lad, safe, owner) -> None:
             safe_opp[i] = np.uint8((safe[i] != 0) & theirs)
             own_area[i] = np.uint8(mine)
             opp_area[i] = np.uint8(theirs)
-    color = rec.color
-    libs = rec.libs
-    parent = rec.parent
-    for y in range(n):  # no branch per point: the colours are too mixed to predict
-        start = (y + 1) * w + 1
-        c_row = color[start:start + n]
-        g_row = parent[start:start + n]
-        at = (P_LIBS * nn) + y * n
-        lib1 = o[at:at + n]
-        lib2 = o[at + nn:at + nn + n]
-        lib3 = o[at + 2 * nn:at + 2 * nn + n]
-        lib4 = o[at + 3 * nn:at + 3 * nn + n]
-        for x in range(n):
-            c = c_row[x]
-            lib = libs[np.uint16(g_row[x])]
-            stone = (c == BLACK) | (c == WHITE)
-            lib1[x] = np.uint8(stone & (lib == 1))
-            lib2[x] = np.uint8(stone & (lib == 2))
-            lib3[x] = np.uint8(stone & (lib == 3))
-            lib4[x] = np.uint8(stone & (lib == 4))
+    string_libs(rec, libs_at)  # then compares a vector at a time
+    lib_planes = o[P_LIBS * nn:(P_LIBS + 4) * nn]
+    for k in range(4):
+        plane = lib_planes[k * nn:(k + 1) * nn]
+        want = np.int16(k + 1)
+        for i in range(nn):
+            plane[i] = np.uint8(libs_at[i] == want)
     dead = o[P_LADDER * nn:(P_LADDER + 1) * nn]
     escapable = o[(P_LADDER + 1) * nn:(P_LADDER + 2) * nn]
     atari = o[(P_LADDER + 2) * nn:(P_LADDER + 3) * nn]
@@ -277,7 +288,7 @@ def encode_sayuri_v3(rec, out) -> None:
         area_planes(rec, rec.to_move, safe, owner)
     lad = np.empty(nn, np.int8)
     ladder_map(rec, lad)
-    _planes(rec, o, nn, lad, safe, owner)
+    _planes(rec, o, nn, lad, safe, owner, np.empty(nn, np.int16))
 
 
 @njit(cache=True)
@@ -306,7 +317,7 @@ def encode_sayuri_v3_reuse(rec, out, leaf, idle) -> int:
             idle[i] = 0
     lad = leaf.lad[:nn]
     ladder_map_reuse(rec, lad, leaf.ladders, stones)
-    _planes(rec, o, nn, lad, safe, owner)
+    _planes(rec, o, nn, lad, safe, owner, leaf.libs_at[:nn])
     return k
 
 
