@@ -26,27 +26,32 @@ MAX_STRINGS = MAX_P // 2 + 1  # strings a board can hold
 def footprint(rec, p: int, c: int, seen, fp, mark, heads, scratch) -> None:
     """The points whose stones decide the read-out of the string at ``p``
     (colour ``c``) on ``rec``, as the bit set ``fp``. A read-out plays and
-    tests moves only at its candidate points (``seen``); the board
-    operations behind them (legality, liberty bounds, a move with its
-    captures and joins) look at the points within distance 2 of the move
-    and at the strings next to it, which may join or be captured, so the
-    points within distance 2 of their stones too; and the prey, once joined
-    to such a string of its colour, counts the liberties of the strings
-    next to it, which depend on their stones and the points next to them.
-    So ``fp`` holds the points within distance 2 of each candidate, of each
-    stone of the string itself and of the strings on or next to a
-    candidate, and the stones and their neighbours of the strings next to
-    those of colour ``c``. Two positions with the same stones on ``fp``,
-    and the same ko point or one outside ``fp``, read the same (an
+    tests moves only at its candidate points (``seen``): a move looks at
+    the points within distance 2 of it (its neighbours, and theirs when it
+    joins a string), so those balls go in. Everything else it reads is
+    about strings: their stones, liberty counts and stone rings, through
+    legality, liberty bounds, joins, captures and the walks of the prey and
+    of hunter strings in atari. Those strings are the ones on or next to a
+    candidate, and the ones next to such a string of colour ``c`` (the
+    prey's side, whose neighbours may be in atari); for each, its stones
+    and their neighbours go in. That is enough: with the same stones
+    there, no stone of its colour can be next to it that was not before,
+    so it is the same string with the same liberties, and a join during
+    the read-out looks beyond a string only for stones of the other string
+    it joins, which are in too. Two positions with the same stones on
+    ``fp``, and the same ko point or one outside ``fp``, read the same (an
     untouched string also keeps its stone ring, whose order the read-out
-    follows). The balls of distance 2 are two growths of a point set
-    (``pointset.neighbours``), which may also set border points and points
-    past ``W * W``: no stone is ever there. Scratch, left as found:
+    follows). The balls are growths of point sets
+    (``pointset.neighbours``), which may also set border points and
+    points past ``W * W``: no stone is ever there. (The strings' points
+    within distance 2 were in until 2026-12-02, for stones nothing reads:
+    on 92,830 captured 19x19 leaves 17,380 read-outs against 16,827.)
+    Scratch, left as found:
     ``mark`` (``[MAX_P]`` bool or uint8, all false); scratch overwritten:
     ``heads`` (``[MAX_STRINGS + 1]`` int32), ``scratch`` (``[2,
     SET_WORDS]`` uint64)."""
     w = np.int64(rec.w)
-    near = scratch[0]  # the points whose distance-2 ball is in the footprint
+    near = scratch[0]  # the points whose distance-2 ball is in the footprint: the candidates
     grown = scratch[1]
     for i in range(SET_WORDS):
         near[i] = seen[i]
@@ -86,13 +91,12 @@ def footprint(rec, p: int, c: int, seen, fp, mark, heads, scratch) -> None:
             s = rec.nxt[s]
             if s == h:
                 break
-    for j in range(nh):
+    for j in range(nh):  # every string found: its stones and their neighbours
         h = heads[j]
         mark[h] = False
-        into = near if j < base else fp  # next to the prey's side only: the stones and their neighbours
         s = np.int64(h)
         while True:
-            add(into, s)
+            add(fp, s)
             s = rec.nxt[s]
             if s == h:
                 break
