@@ -116,7 +116,7 @@ LADDER_CACHE_DTYPE = np.dtype(
         ("vital_at", np.int32, (MAX_P, VITAL_MAX)),
         ("pts", np.int16, (MAX_P,)),  # the points of strings of one or two liberties (``short_points``)
         ("heads", np.int32, (MAX_STRINGS + 1,)),  # footprint's scratch
-        ("fp_scratch", np.uint64, (2, SET_WORDS)),
+        ("fp_points", np.uint64, (SET_WORDS,)),
         ("mark", np.uint8, (MAX_P,)),  # footprint's scratch, all 0 between calls (a bool array cannot be a field)
         ("changed", np.uint64, (2, SET_WORDS)),  # points whose stones differ from the root's / the parent's
         ("kept_p", np.int32, (NODE_STRINGS,)),  # this position's read-outs for the store: string point,
@@ -334,7 +334,7 @@ def _ladder_pass(rec, out, cache, mode: int, stones) -> None:
                     st = p % MEMO_SETS
                     e = st * MEMO_WAYS + cache.m_next[st]
                     cache.m_next[st] = (cache.m_next[st] + 1) % MEMO_WAYS
-                    footprint(rec, p, c, seen, cache.m_fp[e], mark, cache.heads, cache.fp_scratch)
+                    footprint(rec, p, c, seen, cache.m_fp[e], mark, cache.heads, cache.fp_points)
                     cache.m_p[e] = p
                     _keep_on(cache.m_fp[e], black, white, cache.m_black[e], cache.m_white[e], rec.ko,
                              cache.m_ko, e)
@@ -347,7 +347,7 @@ def _ladder_pass(rec, out, cache, mode: int, stones) -> None:
                     e = cache.entries
                     cache.entries = e + 1
                     cache.entry[p] = e
-                    footprint(rec, p, c, seen, cache.fp[e], mark, cache.heads, cache.fp_scratch)
+                    footprint(rec, p, c, seen, cache.fp[e], mark, cache.heads, cache.fp_points)
                     cache.nv[e] = nv
                     for k in range(nv):
                         cache.vital[e, k] = vital[g, k]

@@ -23,39 +23,38 @@ MAX_STRINGS = MAX_P // 2 + 1  # strings a board can hold
 
 
 @njit(cache=True)
-def footprint(rec, p: int, c: int, seen, fp, mark, heads, scratch) -> None:
+def footprint(rec, p: int, c: int, seen, fp, mark, heads, points) -> None:
     """The points whose stones decide the read-out of the string at ``p``
-    (colour ``c``) on ``rec``, as the bit set ``fp``. A read-out plays and
-    tests moves only at its candidate points (``seen``): a move looks at
-    the points within distance 2 of it (its neighbours, and theirs when it
-    joins a string), so those balls go in. Everything else it reads is
-    about strings: their stones, liberty counts and stone rings, through
+    (colour ``c``) on ``rec``, as the bit set ``fp``: the candidate points
+    (``seen``) and the stones of the strings below, each with its
+    neighbours. A read-out plays and tests moves only at its candidates; a
+    move (or its legality, or its liberty bounds) looks at its neighbours
+    and at the strings on them. Everything else it reads is about
+    strings: their stones, liberty counts and stone rings, through
     legality, liberty bounds, joins, captures and the walks of the prey and
     of hunter strings in atari. Those strings are the ones on or next to a
     candidate, and the ones next to such a string of colour ``c`` (the
-    prey's side, whose neighbours may be in atari); for each, its stones
-    and their neighbours go in. That is enough: with the same stones
-    there, no stone of its colour can be next to it that was not before,
-    so it is the same string with the same liberties, and a join during
-    the read-out looks beyond a string only for stones of the other string
-    it joins, which are in too. Two positions with the same stones on
+    prey's side, whose neighbours may be in atari). That is enough: with
+    the same stones on a string and its neighbours, no stone of its colour
+    can be next to it that was not before, so it is the same string with
+    the same liberties; a join looks two points from the joining stone
+    only to ask whether a stone there belongs to the string it joins, and
+    that string's stones are in. Two positions with the same stones on
     ``fp``, and the same ko point or one outside ``fp``, read the same (an
     untouched string also keeps its stone ring, whose order the read-out
-    follows). The balls are growths of point sets
-    (``pointset.neighbours``), which may also set border points and
-    points past ``W * W``: no stone is ever there. (The strings' points
-    within distance 2 were in until 2026-12-02, for stones nothing reads:
-    on 92,830 captured 19x19 leaves 17,380 read-outs against 16,827.)
-    Scratch, left as found:
-    ``mark`` (``[MAX_P]`` bool or uint8, all false); scratch overwritten:
-    ``heads`` (``[MAX_STRINGS + 1]`` int32), ``scratch`` (``[2,
-    SET_WORDS]`` uint64)."""
+    follows); ``tests/test_ladder_footprint.py`` plays moves off the
+    footprint and reads again. The neighbours come from one growth of a
+    point set (``pointset.neighbours``), which may also set border points
+    and points past ``W * W``: no stone is ever there. (Until 2026-12-02
+    the points within distance 2 of the candidates and of those strings
+    were in too: on 92,830 leaves captured from 19x19 self-play, 16,827
+    strings read out with the strings' second ring, 14,729 without either,
+    17,380 with both.) Scratch, left as found: ``mark`` (``[MAX_P]`` bool
+    or uint8, all false); scratch overwritten: ``heads``
+    (``[MAX_STRINGS + 1]`` int32), ``points`` (``[SET_WORDS]`` uint64)."""
     w = np.int64(rec.w)
-    near = scratch[0]  # the points whose distance-2 ball is in the footprint: the candidates
-    grown = scratch[1]
     for i in range(SET_WORDS):
-        near[i] = seen[i]
-        fp[i] = 0  # first: the stones whose distance-1 ball is in it
+        points[i] = seen[i]  # then the strings' stones: the points whose neighbours go in
     color = rec.color
     parent = rec.parent
     heads[0] = parent[p]
@@ -96,12 +95,8 @@ def footprint(rec, p: int, c: int, seen, fp, mark, heads, scratch) -> None:
         mark[h] = False
         s = np.int64(h)
         while True:
-            add(fp, s)
+            add(points, s)
             s = rec.nxt[s]
             if s == h:
                 break
-    neighbours(near, w, grown)
-    neighbours(grown, w, near)
-    neighbours(fp, w, grown)
-    for i in range(SET_WORDS):
-        fp[i] = near[i] | grown[i]
+    neighbours(points, w, fp)
