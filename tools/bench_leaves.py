@@ -42,8 +42,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -91,10 +93,11 @@ def capture(a) -> None:
         return out
 
     mcts.descend_round = recorded
+    out_dir = tempfile.mkdtemp(prefix="bench_leaves_")
     cfg = SelfplayConfig(
         board_sizes=[a.board], num_games=0, parallel_games=64, batch_size=32, timeout_ms=5.0, playouts=100,
         reduce_playouts=0, reduce_playouts_prob=0.0, random_moves_factor=0.0, chunk_games=10_000, write_sgf=False,
-        out="/tmp/bench_leaves_out", procs=1, device="cpu", weights="", seed=a.seed, inline_cheap_backend=True,
+        out=out_dir, procs=1, device="cpu", weights="", seed=a.seed, inline_cheap_backend=True,
         encoder="sayuri-v3", search=SearchConfig(leaves_per_await=1),
     )
     install_uvloop()
@@ -115,6 +118,7 @@ def capture(a) -> None:
         asyncio.run(main())
     finally:
         backend.close()
+        shutil.rmtree(out_dir, ignore_errors=True)
     games_a = np.array(games, np.int32)
     keep_a = np.array(keep_root, np.int32)
     recs = np.array(leaves, dtype=B.BOARD_DTYPE)
@@ -254,8 +258,12 @@ def main() -> int:
     a = ap.parse_args()
     if a.capture:
         capture(a)
-    else:
+        return 0
+    try:
         bench(a)
+    except (OSError, KeyError, ValueError) as e:
+        print(f"bench_leaves: cannot replay {a.file}: {e} (make it with --capture)", file=sys.stderr)
+        return 2
     return 0
 
 
