@@ -105,7 +105,7 @@ LEAF_DTYPE = np.dtype(
         ("safe", np.uint8, (MAX_P,)),  # per action: in a safe area of either colour
         ("owner", np.int8, (MAX_P,)),  # per action: Sayuri's area-rule owner
         ("lad", np.int8, (MAX_P,)),  # per action: the ladder code
-        ("libs_at", np.int16, (MAX_P,)),  # per action: its string's liberties (``string_libs``)
+        ("libs_at", np.int16, (MAX_P,)),  # per action: its string's liberties (``liberties_per_action``)
     ],
     align=True,
 )
@@ -201,7 +201,7 @@ def _history(rec, o, nn: int) -> None:
 
 
 @njit(cache=True)
-def string_libs(rec, out) -> None:
+def liberties_per_action(rec, out) -> None:
     """``out[a]`` (int16, ``[N*N]``): the liberties of the string on action
     ``a``'s point, 0 on an empty point. One gather a point, no branch (the
     colours are too mixed to predict); unsigned indices spare numba's
@@ -226,7 +226,7 @@ def string_libs(rec, out) -> None:
 def _planes(rec, o, nn: int, lad, safe, owner, libs_at) -> None:
     """Planes 24-42 from the ladder map ``lad`` and the area planes
     (``safe``, ``owner``; not read under territory scoring);
-    ``libs_at`` (``[N*N]`` int16) is scratch for ``string_libs``."""
+    ``libs_at`` (``[N*N]`` int16) is scratch for ``liberties_per_action``."""
     n = rec.n
     w = rec.w
     own = rec.to_move
@@ -249,7 +249,7 @@ def _planes(rec, o, nn: int, lad, safe, owner, libs_at) -> None:
             safe_opp[i] = np.uint8((safe[i] != 0) & theirs)
             own_area[i] = np.uint8(mine)
             opp_area[i] = np.uint8(theirs)
-    string_libs(rec, libs_at)  # then compares a vector at a time
+    liberties_per_action(rec, libs_at)  # then compares a vector at a time
     lib_planes = o[P_LIBS * nn:(P_LIBS + 4) * nn]
     for k in range(4):
         plane = lib_planes[k * nn:(k + 1) * nn]
