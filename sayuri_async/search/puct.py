@@ -45,7 +45,9 @@ handles     the round's arguments grouped as plain tuples (numba types a
             and the pools of ``tree.py``), ``cache = NNCache.arrays`` (keys
             ``[S]``, policy ``[S, A]``, wdl ``[S, 3]``, score ``[S]``) and
             ``answers = (policy [B, A], wdl [B, 3], score [B])``, a batch's
-            network outputs by slot.
+            network outputs by slot. Both rounds borrow their arrays
+            (``borrowed.py``): below them no view of the tree, the planes,
+            the cache or the answers counts references.
 
 Leaf preparation encodes leaves with the encoder named by ``ws.encoder``
 (see ``encode_leaf``), and leaves the side to move's idle points (``tree.py``)
@@ -58,6 +60,7 @@ import math
 import numpy as np
 from numba import njit
 
+from ..borrowed import borrowed
 from ..go import board as B
 from ..features import encode_simple_v1
 from ..go.scoring import area_outcome
@@ -287,8 +290,9 @@ def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
     early. Returns ``(leaves, completed, hits)``: leaves waiting on the
     network, playouts already finished (ends of the game and cache hits)
     and, of those, cache hits."""
-    ws, nodes, edges = tree
-    keys, c_policy, c_wdl, _ = cache
+    ws, nodes, edges = borrowed(tree[0]), borrowed(tree[1]), borrowed(tree[2])
+    planes = borrowed(planes)
+    keys, c_policy, c_wdl = borrowed(cache[0]), borrowed(cache[1]), borrowed(cache[2])
     leaves = 0
     completed = 0
     hits = 0
@@ -316,9 +320,10 @@ def finish_round(tree, leaves: int, answers, row: int, cache) -> None:
     """Finish the round's ``leaves`` waiting leaves with rows ``row ..
     row + leaves - 1`` of a batch's ``answers``, and remember them in
     ``cache`` (a no-op when it has no slots)."""
-    ws, nodes, edges = tree
-    policy, wdl, _ = answers
+    ws, nodes, edges = borrowed(tree[0]), borrowed(tree[1]), borrowed(tree[2])
+    policy, wdl, score = borrowed(answers[0]), borrowed(answers[1]), borrowed(answers[2])
+    kept = (borrowed(cache[0]), borrowed(cache[1]), borrowed(cache[2]), borrowed(cache[3]))
     w = ws[0]
     for i in range(leaves):
         finish(ws, nodes, edges, i, policy, wdl, row + i)
-        cache_store(cache, w.leaf_key[i], answers, row + i)
+        cache_store(kept, w.leaf_key[i], (policy, wdl, score), row + i)
