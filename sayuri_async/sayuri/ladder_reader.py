@@ -231,15 +231,21 @@ def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int) ->
         parent = b.parent
         nxt = b.nxt
         hits = r.hits
+        # unsigned points and offsets (Sayuri's order): numba then adds no
+        # wrap-around arithmetic for a negative index at each load
         m = np.uint64(0)
-        s = v
+        su = np.uint64(v)
+        vu = su
+        wu = np.uint64(w)
+        one = np.uint64(1)
+        offsets = (np.uint64(0) - wu, np.uint64(0) - one, one, wu)
         while True:
             for k in range(4):
-                q = s + _dir(w, k)
+                q = su + offsets[k]
                 hits[m] = q
                 m += np.uint64((color[q] == hunter) & (libs[np.uint16(parent[q])] == 1))
-            s = nxt[s]
-            if s == v:
+            su = np.uint64(np.uint16(nxt[su]))
+            if su == vu:
                 break
         no_caps = m == 0
         h0 = -1
