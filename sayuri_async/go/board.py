@@ -222,21 +222,23 @@ def is_simple_legal(rec, p: int) -> bool:
     """Legal under simple ko and no-suicide (superko is checked by callers)."""
     if p == PASS:
         return True
-    if p <= 0 or p >= rec.w * rec.w or rec.color[p] != EMPTY or p == rec.ko:
+    if p <= 0 or p >= rec.w * rec.w or rec.color[np.uint64(p)] != EMPTY or p == rec.ko:
         return False
     c = rec.to_move
     o = 3 - c
     w = np.int64(rec.w)
+    # unsigned indices (``p`` is a point of the board, its neighbours are
+    # too): numba adds no wrap-around arithmetic for a negative one
     for d in range(4):
-        q = p + (-1, 1, -w, w)[d]
+        q = np.uint64(p + (-1, 1, -w, w)[d])
         cq = rec.color[q]
         if cq == EMPTY:
             return True
         if cq == c:
-            if rec.libs[rec.parent[q]] > 1:
+            if rec.libs[np.uint16(rec.parent[q])] > 1:
                 return True
         elif cq == o:
-            if rec.libs[rec.parent[q]] == 1:
+            if rec.libs[np.uint16(rec.parent[q])] == 1:
                 return True
     return False
 
@@ -284,7 +286,7 @@ def remove_group(rec, g: int) -> int:
     removed = 0
     s = g
     while True:
-        rec.color[s] = EMPTY
+        rec.color[np.uint64(s)] = EMPTY
         rec.hash ^= ZOBRIST[o, s]
         removed += 1
         # s becomes a liberty of each distinct adjacent group of colour c
@@ -292,7 +294,7 @@ def remove_group(rec, g: int) -> int:
         h1 = -1
         h2 = -1
         for d in range(4):
-            q = s + (-1, 1, -w, w)[d]
+            q = np.uint64(s + (-1, 1, -w, w)[d])  # unsigned: see is_simple_legal
             if rec.color[q] == c:
                 h = rec.parent[q]
                 if h != h0 and h != h1 and h != h2:
@@ -314,20 +316,20 @@ def merge_groups(rec, big: int, small: int) -> None:
     """Merge group ``small`` into group ``big`` (both heads, same colour)."""
     w = np.int64(rec.w)
     s = small
-    while True:
+    while True:  # unsigned indices: no wrap-around arithmetic (see is_simple_legal)
         for d in range(4):
-            e = s + (-1, 1, -w, w)[d]
+            e = np.uint64(s + (-1, 1, -w, w)[d])
             if rec.color[e] == EMPTY:
                 shared = False
                 for d2 in range(4):
-                    k = e + (-1, 1, -w, w)[d2]
+                    k = np.uint64(e + np.uint64((-1, 1, -w, w)[d2]))
                     if rec.color[k] != EMPTY and rec.color[k] != BORDER and rec.parent[k] == big:
                         shared = True
                         break
                 if not shared:
                     rec.libs[big] += 1
-        rec.parent[s] = big
-        s = rec.nxt[s]
+        rec.parent[np.uint64(s)] = big
+        s = rec.nxt[np.uint64(s)]
         if s == small:
             break
     # splice the two circular lists

@@ -61,19 +61,20 @@ def play_undoable(rec, p: int, u) -> int:
         return 0
     rec.passes = 0
     w = np.int64(rec.w)
-    u[_OLD_PARENT] = rec.parent[p]
-    u[_OLD_NXT] = rec.nxt[p]
-    u[_OLD_SIZE] = rec.size[p]
-    u[_OLD_LIBS] = rec.libs[p]
-    rec.color[p] = c
-    rec.parent[p] = p
-    rec.nxt[p] = p
-    rec.size[p] = 1
+    pu = np.uint64(p)
+    u[_OLD_PARENT] = rec.parent[pu]
+    u[_OLD_NXT] = rec.nxt[pu]
+    u[_OLD_SIZE] = rec.size[pu]
+    u[_OLD_LIBS] = rec.libs[pu]
+    rec.color[pu] = c
+    rec.parent[pu] = p
+    rec.nxt[pu] = p
+    rec.size[pu] = 1
     rec.hash ^= ZOBRIST[c, p]
     libs = 0
     n_adj = 0
     for d in range(4):
-        q = p + (-1, 1, -w, w)[d]
+        q = np.uint64(p + (-1, 1, -w, w)[d])  # unsigned: no wrap-around arithmetic
         cq = rec.color[q]
         if cq == EMPTY:
             libs += 1
@@ -85,28 +86,28 @@ def play_undoable(rec, p: int, u) -> int:
                     fresh = False
             if fresh:
                 u[_ADJ + 2 * n_adj] = g
-                u[_ADJ + 2 * n_adj + 1] = rec.libs[g]
+                u[_ADJ + 2 * n_adj + 1] = rec.libs[np.uint16(g)]
                 n_adj += 1
-                rec.libs[g] -= 1
+                rec.libs[np.uint16(g)] -= 1
     u[_N_ADJ] = n_adj
-    rec.libs[p] = libs
+    rec.libs[pu] = libs
     captured = 0
     cap_point = NO_KO
     n_cap = 0
     for d in range(4):
-        q = p + (-1, 1, -w, w)[d]
-        if rec.color[q] == o and rec.libs[rec.parent[q]] == 0:
+        q = np.uint64(p + (-1, 1, -w, w)[d])  # unsigned: no wrap-around arithmetic
+        if rec.color[q] == o and rec.libs[np.uint16(rec.parent[q])] == 0:
             u[_CAP + n_cap] = rec.parent[q]
             n_cap += 1
             captured += remove_group(rec, rec.parent[q])
-            cap_point = q
+            cap_point = np.int64(q)
     u[_N_CAP] = n_cap
     n_merge = 0
     for d in range(4):
-        q = p + (-1, 1, -w, w)[d]
+        q = np.uint64(p + (-1, 1, -w, w)[d])  # unsigned: no wrap-around arithmetic
         if rec.color[q] == c:
             g = rec.parent[q]
-            mine = rec.parent[p]
+            mine = rec.parent[pu]
             if g != mine:
                 big, small = (g, mine) if rec.size[g] >= rec.size[mine] else (mine, g)
                 u[_MERGE + 3 * n_merge] = big
@@ -116,7 +117,7 @@ def play_undoable(rec, p: int, u) -> int:
                 merge_groups(rec, big, small)
     u[_N_MERGE] = n_merge
     rec.captures[c] += captured
-    head = rec.parent[p]
+    head = rec.parent[pu]
     if captured == 1 and rec.size[head] == 1 and rec.libs[head] == 1:
         rec.ko = cap_point
     else:
@@ -143,20 +144,20 @@ def undo_play(rec, u) -> None:
             rec.libs[big] = u[_MERGE + 3 * i + 2]
             s = small
             while True:
-                rec.parent[s] = small
-                s = rec.nxt[s]
+                rec.parent[np.uint64(s)] = small
+                s = rec.nxt[np.uint64(s)]
                 if s == small:
                     break
         for i in range(u[_N_CAP] - 1, -1, -1):
             g = u[_CAP + i]
             s = g
             while True:  # put the stone back; it is no longer a liberty of its neighbours
-                rec.color[s] = o
+                rec.color[np.uint64(s)] = o
                 h0 = -1
                 h1 = -1
                 h2 = -1
                 for d in range(4):
-                    q = s + (-1, 1, -w, w)[d]
+                    q = np.uint64(s + (-1, 1, -w, w)[d])
                     if rec.color[q] == c:
                         h = rec.parent[q]
                         if h != h0 and h != h1 and h != h2:
@@ -167,7 +168,7 @@ def undo_play(rec, u) -> None:
                                 h1 = h
                             else:
                                 h2 = h
-                s = rec.nxt[s]
+                s = rec.nxt[np.uint64(s)]
                 if s == g:
                     break
         for i in range(u[_N_ADJ] - 1, -1, -1):

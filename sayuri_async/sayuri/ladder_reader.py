@@ -100,7 +100,7 @@ def _dir(w: int, k: int) -> int:
 def _empty_nbrs(b, p: int, w: int) -> int:
     c = 0
     for k in range(4):
-        if b.color[p + _dir(w, k)] == EMPTY:
+        if b.color[np.uint64(p + _dir(w, k))] == EMPTY:  # unsigned: no wrap-around arithmetic
             c += 1
     return c
 
@@ -136,7 +136,7 @@ def _string_libs(b, v: int, w: int, out, row: int, n: int) -> int:
     while True:
         for k in range(4):
             q = s + _dir(w, k)
-            if b.color[q] == EMPTY:
+            if b.color[np.uint64(q)] == EMPTY:  # unsigned: no wrap-around arithmetic
                 if q != met0 and q != met1:
                     if found == 0:
                         met0 = q
@@ -153,7 +153,7 @@ def _string_libs(b, v: int, w: int, out, row: int, n: int) -> int:
                     n += 1
         if want <= 2 and found >= want:
             break
-        s = b.nxt[s]
+        s = b.nxt[np.uint64(s)]
         if s == v:
             break
     return n
@@ -170,15 +170,15 @@ def _ladder_libs(b, v: int, c: int, w: int) -> tuple[int, int]:
     conn = 0
     best = stone_libs
     for k in range(4):
-        q = v + _dir(w, k)
+        q = np.uint64(v + _dir(w, k))  # unsigned: no wrap-around arithmetic
         cq = b.color[q]
         if cq == c:
-            a = b.libs[b.parent[q]] - 1
+            a = b.libs[np.uint16(b.parent[q])] - 1
             conn += a
             if a > best:
                 best = a
         elif cq == o:
-            g = b.parent[q]
+            g = np.uint16(b.parent[q])
             if b.libs[g] == 1:
                 caps += 1
                 cap_libs += b.size[g]
