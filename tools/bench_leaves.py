@@ -56,6 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sayuri_async.go import board as B  # noqa: E402
+from sayuri_async.borrowed import borrowed  # noqa: E402
 from sayuri_async.sayuri.encoder import PLANES, encode_sayuri_v3_reuse, new_leaf_workspace  # noqa: E402
 from sayuri_async.sayuri.ladder import ladder_map_keep  # noqa: E402
 
@@ -192,6 +193,7 @@ def replay(roots, games, keep, root_of, depth, moves, ws, scratch, out, idle, la
     Returns a checksum of every leaf's planes and idle points with
     ``check``, else of one cell a leaf."""
     s = 0
+    out = borrowed(out)  # as the search's planes (search/puct.descend_round)
     flat = out.reshape(out.size)
     rec = scratch[0]
     for i in range(games.shape[0]):

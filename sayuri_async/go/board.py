@@ -484,20 +484,23 @@ def list_legal_actions(rec, out) -> int:
     wd = n + 2
     col = rec.color
     ko = rec.ko
-    k = 0
+    k = np.uint64(0)
+    uw = np.uint64(wd)
+    one = np.uint64(1)
     for y in range(n):  # no branch per point but for the rare empty point with no empty neighbour
         base = (y + 1) * wd + 1
         for x in range(n):
             p = base + x
-            free = (col[p] == EMPTY) & (p != ko)
-            open_ = (col[p - 1] == EMPTY) | (col[p + 1] == EMPTY) | (col[p - wd] == EMPTY) | (col[p + wd] == EMPTY)
+            q = np.uint64(p)  # unsigned: numba adds no wrap-around arithmetic per load
+            free = (col[q] == EMPTY) & (p != ko)
+            open_ = (col[q - one] == EMPTY) | (col[q + one] == EMPTY) | (col[q - uw] == EMPTY) | (col[q + uw] == EMPTY)
             ok = free & open_
             if free > open_:  # free and not open_, as one test
                 ok = is_simple_legal(rec, p)
             out[k] = y * n + x
-            k += ok
+            k += np.uint64(ok)
     out[k] = n * n  # pass
-    return k + 1
+    return int(k) + 1
 
 
 @njit(cache=True)
