@@ -22,7 +22,9 @@ scratch     the search plays and takes back moves on one board record
 reader      the read-out's own state, one ``READER_DTYPE`` record (``ladder.py``'s cache holds it):
             per ply its candidate moves (``sel``, ``nsel``), the next one to
             try (``idx``), whose turn (``turn``), whether it played a move
-            (``moved``) and its undo record (``undo``); the point set of the
+            (``moved``) and its undo record (``undo``), at a hunter ply the
+            prey's two liberties (``pair``: the prey's next ply knows its one
+            liberty from them, without a walk of its stones); the point set of the
             candidates tried (``seen``) and the node count (``nodes``). One
             record, not an array each: numba counts references to every
             array argument on entry and exit of a call, about a fifth of a
@@ -63,6 +65,7 @@ READER_DTYPE = np.dtype(
         ("moved", np.uint8, (PLIES,)),  # 1: the ply played a move
         ("prey_size", np.int32, (PLIES,)),  # at a prey ply: the prey's stones
         ("no_caps", np.uint8, (PLIES,)),  # at a prey ply: 1 when no hunter string next to the prey was in atari
+        ("pair", np.int32, (PLIES, 2)),  # at a hunter ply (and level 0 of a two-liberty read): the prey's liberties
         ("undo", np.int64, (PLIES, UNDO_LEN)),  # [ply, go/board_undo.py slot]
         ("seen", np.uint64, (SET_WORDS,)),
         ("libbuf", np.int32, (1, 8)),
@@ -211,13 +214,22 @@ def _no_new_caps(b, r, e: int, size: int, hunter: int, w: int) -> bool:
 
 
 @njit(cache=True)
-def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int) -> tuple[int, int]:
+def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int, known: int) -> tuple[int, int]:
     """(verdict, number of candidate moves written to ``r.sel[e]``); the
-    candidates are added to the point set ``r.seen`` (``pointset.add``)."""
+    candidates are added to the point set ``r.seen`` (``pointset.add``).
+    ``known``: the prey's liberty when the caller knows it, else _NULL.
+    After a hunter's move it does: the prey had two liberties, the move
+    took one, and a capture next to the prey would have given it a second
+    (it is then safe, below), so one liberty left is the other of the two,
+    which the walk of the prey's stones would list alone."""
     if b.libs[b.parent[v]] >= 2 or (b.ko != NO_KO and think_ko):
         return _PREY, 0
     sel = r.sel
-    n = _string_libs(b, v, w, sel, e, 0)
+    if known != _NULL:
+        sel[e, 0] = known
+        n = 1
+    else:
+        n = _string_libs(b, v, w, sel, e, 0)
     not_cap = sel[e, 0]
     hunter = 3 - prey
     size = b.size[b.parent[v]]
@@ -291,6 +303,8 @@ def _hunter_selections(b, prey: int, v: int, w: int, r, e: int) -> tuple[int, in
     _string_libs(b, v, w, sel, e, 0)
     m1 = sel[e, 0]
     m2 = sel[e, 1]
+    r.pair[e, 0] = m1  # for the prey's ply after the hunter's move (``_prey_selections``'s ``known``)
+    r.pair[e, 1] = m2
     add(r.seen, m1)
     add(r.seen, m2)
     adjacent = False
@@ -342,9 +356,11 @@ def _enter(b, r, d: int, prey_turn: bool, move: int, prey: int, v: int, w: int) 
     e = d + 1
     moved = (not prey_turn) or move != _NULL
     if prey_turn:
-        if moved:
+        known = _NULL
+        if moved:  # the hunter's move, one of the prey's two liberties at level d
             _play(b, move, 3 - prey, r.undo[e])
-        res, n = _prey_selections(b, prey, v, move != _NULL, w, r, e)
+            known = r.pair[d, 1] if move == r.pair[d, 0] else r.pair[d, 0]
+        res, n = _prey_selections(b, prey, v, move != _NULL, w, r, e, known)
     else:
         _play(b, move, prey, r.undo[e])
         res, n = _hunter_selections(b, prey, v, w, r, e)
@@ -418,6 +434,8 @@ def read_string(b, r, p: int, c: int, libs: int, w: int, vital) -> int:
             nv += 1
     else:
         k = _string_libs(b, p, w, libbuf, 0, 0)
+        r.pair[0, 0] = libbuf[0, 0]  # level 0 of both reads: the hunter's first move is one of these
+        r.pair[0, 1] = libbuf[0, 1]
         for i in range(k):
             a = libbuf[0, i]
             add(r.seen, a)
