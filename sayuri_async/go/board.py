@@ -217,6 +217,16 @@ def point_to_action(n: int, p: int) -> int:
 # rules
 
 
+@njit(cache=True, inline="always")
+def neighbour(p, w, d: int) -> np.uint64:
+    """Point ``p``'s neighbour ``d`` (0-3: ``p - 1``, ``p + 1``, ``p - w``,
+    ``p + w``; ``w`` the padded width) as an unsigned index: numba adds a test and a
+    conditional move for the wrap-around of a negative index at every
+    load through a signed one (``p`` is on the board, so its neighbours
+    are points of the padded board)."""
+    return np.uint64(p + (-1, 1, -w, w)[d])
+
+
 @njit(cache=True)
 def is_simple_legal(rec, p: int) -> bool:
     """Legal under simple ko and no-suicide (superko is checked by callers)."""
@@ -227,10 +237,8 @@ def is_simple_legal(rec, p: int) -> bool:
     c = rec.to_move
     o = 3 - c
     w = np.int64(rec.w)
-    # unsigned indices (``p`` is a point of the board, its neighbours are
-    # too): numba adds no wrap-around arithmetic for a negative one
     for d in range(4):
-        q = np.uint64(p + (-1, 1, -w, w)[d])
+        q = neighbour(p, w, d)
         cq = rec.color[q]
         if cq == EMPTY:
             return True
@@ -294,7 +302,7 @@ def remove_group(rec, g: int) -> int:
         h1 = -1
         h2 = -1
         for d in range(4):
-            q = np.uint64(s + (-1, 1, -w, w)[d])  # unsigned: see is_simple_legal
+            q = neighbour(s, w, d)
             if rec.color[q] == c:
                 h = rec.parent[q]
                 if h != h0 and h != h1 and h != h2:
@@ -316,13 +324,13 @@ def merge_groups(rec, big: int, small: int) -> None:
     """Merge group ``small`` into group ``big`` (both heads, same colour)."""
     w = np.int64(rec.w)
     s = small
-    while True:  # unsigned indices: no wrap-around arithmetic (see is_simple_legal)
+    while True:  # unsigned indices (``neighbour``)
         for d in range(4):
-            e = np.uint64(s + (-1, 1, -w, w)[d])
-            if rec.color[e] == EMPTY:
+            e = s + (-1, 1, -w, w)[d]
+            if rec.color[neighbour(s, w, d)] == EMPTY:
                 shared = False
                 for d2 in range(4):
-                    k = np.uint64(e + np.uint64((-1, 1, -w, w)[d2]))
+                    k = neighbour(e, w, d2)
                     if rec.color[k] != EMPTY and rec.color[k] != BORDER and rec.parent[k] == big:
                         shared = True
                         break

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .board import EMPTY, NO_KO, PASS, ZOBRIST, merge_groups, remove_group
+from .board import EMPTY, NO_KO, PASS, ZOBRIST, merge_groups, neighbour, remove_group
 
 # slots of an undo record
 _KO, _TO_MOVE, _PASSES, _MOVE_NUM, _LAST, _HASH, _CAPS = 0, 1, 2, 3, 4, 5, 6
@@ -74,7 +74,7 @@ def play_undoable(rec, p: int, u) -> int:
     libs = 0
     n_adj = 0
     for d in range(4):
-        q = np.uint64(p + (-1, 1, -w, w)[d])  # unsigned: no wrap-around arithmetic
+        q = neighbour(p, w, d)
         cq = rec.color[q]
         if cq == EMPTY:
             libs += 1
@@ -95,7 +95,7 @@ def play_undoable(rec, p: int, u) -> int:
     cap_point = NO_KO
     n_cap = 0
     for d in range(4):
-        q = np.uint64(p + (-1, 1, -w, w)[d])  # unsigned: no wrap-around arithmetic
+        q = neighbour(p, w, d)
         if rec.color[q] == o and rec.libs[np.uint16(rec.parent[q])] == 0:
             u[_CAP + n_cap] = rec.parent[q]
             n_cap += 1
@@ -104,7 +104,7 @@ def play_undoable(rec, p: int, u) -> int:
     u[_N_CAP] = n_cap
     n_merge = 0
     for d in range(4):
-        q = np.uint64(p + (-1, 1, -w, w)[d])  # unsigned: no wrap-around arithmetic
+        q = neighbour(p, w, d)
         if rec.color[q] == c:
             g = rec.parent[q]
             mine = rec.parent[pu]
@@ -157,7 +157,7 @@ def undo_play(rec, u) -> None:
                 h1 = -1
                 h2 = -1
                 for d in range(4):
-                    q = np.uint64(s + (-1, 1, -w, w)[d])
+                    q = neighbour(s, w, d)
                     if rec.color[q] == c:
                         h = rec.parent[q]
                         if h != h0 and h != h1 and h != h2:
