@@ -24,7 +24,11 @@ reader      the read-out's own state, one ``READER_DTYPE`` record (``ladder.py``
             try (``idx``), whose turn (``turn``), whether it played a move
             (``moved``) and its undo record (``undo``), at a hunter ply the
             prey's two liberties (``pair``: the prey's next ply knows its one
-            liberty from them, without a walk of its stones); the point set of the
+            liberty from them, without a walk of its stones), at a prey ply
+            the hunter strings in atari next to the prey (``hit_*``: two plies
+            down, where the moves between changed none of them, the prey's
+            next ply takes its captures from there, without a walk of its
+            stones, ``_hits_carried``); the point set of the
             candidates tried (``seen``) and the node count (``nodes``). One
             record, not an array each: numba counts references to every
             array argument on entry and exit of a call, about a fifth of a
@@ -54,6 +58,7 @@ from .pointset import SET_WORDS, add
 MAX_LADDER_NODES = 2000
 MAX_DEPTH = 160
 SEL_WIDTH = 64  # candidate moves kept per ply (more are dropped)
+HITS_MAX = 8  # hunter strings in atari a prey ply remembers for the prey's next ply
 PLIES = MAX_DEPTH + 1
 
 READER_DTYPE = np.dtype(
@@ -64,7 +69,12 @@ READER_DTYPE = np.dtype(
         ("turn", np.uint8, (PLIES,)),  # 1: the prey's turn at this ply (numba's records hold no bool arrays)
         ("moved", np.uint8, (PLIES,)),  # 1: the ply played a move
         ("prey_size", np.int32, (PLIES,)),  # at a prey ply: the prey's stones
-        ("no_caps", np.uint8, (PLIES,)),  # at a prey ply: 1 when no hunter string next to the prey was in atari
+        # at a prey ply: the hunter strings in atari next to the prey, in the order of a walk of its stones
+        # (their first stone met): how many (-1: more than HITS_MAX), each one's head, size and liberty
+        ("hit_n", np.int32, (PLIES,)),
+        ("hit_head", np.int32, (PLIES, HITS_MAX)),
+        ("hit_size", np.int32, (PLIES, HITS_MAX)),
+        ("hit_lib", np.int32, (PLIES, HITS_MAX)),
         ("pair", np.int32, (PLIES, 2)),  # at a hunter ply (and level 0 of a two-liberty read): the prey's liberties
         ("undo", np.int64, (PLIES, UNDO_LEN)),  # [ply, go/board_undo.py slot]
         ("seen", np.uint64, (SET_WORDS,)),
@@ -189,28 +199,75 @@ def _ladder_libs(b, v: int, c: int, w: int) -> tuple[int, int]:
 
 
 @njit(cache=True, inline="always")
-def _no_new_caps(b, r, e: int, size: int, hunter: int, w: int) -> bool:
-    """Whether, at the prey ply ``e``, no hunter string next to the prey
-    can be in atari, known without walking the prey: the prey ply two
-    levels up found none, the prey then played its liberty (``r.undo[e -
-    1]``'s move) joining no other string (its size grew by one), and
-    neither that move's hunter neighbours nor the string of the hunter's
-    reply (``r.undo[e]``'s move) are in atari. Only those moves took
-    liberties from hunter strings, and the only strings newly next to the
-    prey are the reply's and the move's neighbours, so the walk of the
-    prey's stones would find nothing (it then adds no capture, the
-    candidate list is the same)."""
-    if e < 3 or r.no_caps[e - 2] == 0 or r.prey_size[e - 2] + 1 != size:
+def _hits_carried(b, r, e: int, size: int, hunter: int, w: int) -> bool:
+    """Whether, at the prey ply ``e``, the hunter strings in atari next to
+    the prey are those of the prey ply two levels up (``r.hit_*[e - 2]``),
+    in the same order and with the same liberties, known without walking
+    the prey: the prey then played its liberty (``r.undo[e - 1]``'s move)
+    joining no other string (its size grew by one), neither that move's
+    hunter neighbours nor the string of the hunter's reply (``r.undo[e]``'s
+    move) are in atari, and each string listed there still has the same
+    head, size and one liberty, that point still empty. Only those two
+    moves placed stones: the move's hunter neighbours are the only strings
+    it took a liberty from, the reply only joins hunter strings, the only
+    strings newly next to the prey are theirs, and a listed string that
+    lost its liberty or gained one (a capture) or joined the reply fails
+    the test; the move, inserted into the prey's stone ring, has no hunter
+    neighbour in atari, so the walk of the prey's stones would meet the
+    same strings in the same order (it then lists the same captures).
+    Copies the list to ply ``e`` when it holds."""
+    if e < 3:
+        return False
+    k = r.hit_n[e - 2]
+    if k < 0 or r.prey_size[e - 2] + 1 != size:
         return False
     m1 = r.undo[e - 1, _UNDO_P]
     m2 = r.undo[e, _UNDO_P]
     if b.libs[b.parent[m2]] == 1:
         return False
-    for k in range(4):
-        q = m1 + _dir(w, k)
+    for d in range(4):
+        q = m1 + _dir(w, d)
         if b.color[q] == hunter and b.libs[b.parent[q]] == 1:
             return False
+    for i in range(k):
+        h = r.hit_head[e - 2, i]
+        lib = r.hit_lib[e - 2, i]
+        if (b.color[h] != hunter or b.parent[h] != h or b.libs[h] != 1 or b.size[h] != r.hit_size[e - 2, i]
+                or b.color[lib] != EMPTY):
+            return False
+    for i in range(k):
+        r.hit_head[e, i] = r.hit_head[e - 2, i]
+        r.hit_size[e, i] = r.hit_size[e - 2, i]
+        r.hit_lib[e, i] = r.hit_lib[e - 2, i]
+    r.hit_n[e] = k
     return True
+
+
+@njit(cache=True, inline="always")
+def _append_new(sel, e: int, n: int, q: int) -> int:
+    """Append ``q`` to ``sel[e, :n]`` unless it is there (or the row is full)."""
+    for i in range(n):
+        if sel[e, i] == q:
+            return n
+    if n < sel.shape[1]:
+        sel[e, n] = q
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _only_lib(b, v: int, w: int) -> int:
+    """The liberty of the string at ``v``, which has one: the first empty
+    neighbour of a walk along its stone ring (``_string_libs``'s order)."""
+    s = v
+    while True:
+        for k in range(4):
+            q = s + _dir(w, k)
+            if b.color[np.uint64(q)] == EMPTY:
+                return q
+        s = b.nxt[np.uint64(s)]
+        if s == v:
+            return _NULL
 
 
 @njit(cache=True)
@@ -233,8 +290,11 @@ def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int, kn
     not_cap = sel[e, 0]
     hunter = 3 - prey
     size = b.size[b.parent[v]]
-    no_caps = _no_new_caps(b, r, e, size, hunter, w)
-    if not no_caps:
+    r.prey_size[e] = size
+    if _hits_carried(b, r, e, size, hunter, w):
+        for i in range(r.hit_n[e]):  # their liberties: the captures
+            n = _append_new(sel, e, n, r.hit_lib[e, i])
+    else:
         # the hunter stones in atari next to the prey, in the order of a
         # walk of its stones: listed without a branch per neighbour (about
         # half of them are taken: no branch predictor guesses that)
@@ -259,18 +319,27 @@ def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int, kn
             su = np.uint64(np.uint16(nxt[su]))
             if su == vu:
                 break
-        no_caps = m == 0
-        h0 = -1
-        h1 = -1
-        for i in range(int(m)):  # their strings' liberties: the captures
-            q = hits[i]
-            h = parent[q]
-            if h != h0 and h != h1:  # a string met again adds nothing new
-                n = _string_libs(b, q, w, sel, e, n)
-                h1 = h0
-                h0 = h
-    r.prey_size[e] = size
-    r.no_caps[e] = 1 if no_caps else 0
+        k = 0  # their strings, each once, in the order first met
+        over = False  # more than HITS_MAX of them: the list is not kept
+        for i in range(int(m)):
+            h = parent[hits[i]]
+            met = False
+            for j in range(k):
+                if r.hit_head[e, j] == h:
+                    met = True
+                    break
+            if met:
+                continue
+            lib = _only_lib(b, hits[i], w)
+            n = _append_new(sel, e, n, lib)
+            if k < HITS_MAX:
+                r.hit_head[e, k] = h
+                r.hit_size[e, k] = b.size[h]
+                r.hit_lib[e, k] = lib
+                k += 1
+            else:
+                over = True
+        r.hit_n[e] = -1 if over else k
     for i in range(n):
         add(r.seen, sel[e, i])
     m = 0
