@@ -24,10 +24,12 @@ from sayuri_async.sayuri.pointset import SET_WORDS, stone_sets
 
 
 def ladder_map_reuse(rec, out, cache):
-    """``ladder.ladder_map_reuse`` with ``rec``'s stone sets."""
+    """``ladder.ladder_map_reuse`` with ``rec``'s stone sets and liberties per action."""
     stones = np.empty((3, SET_WORDS), np.uint64)
     stone_sets(rec, stones[0], stones[1], stones[2])
-    _reuse_with(rec, out, cache, stones)
+    libs_at = np.empty(int(rec["n"]) ** 2, np.int16)
+    B.liberties_per_action(rec, libs_at)
+    _reuse_with(rec, out, cache, stones, libs_at)
 
 
 @pytest.mark.parametrize("n,roots", [(2, 10), (5, 20), (9, 30), (13, 10), (19, 10), (25, 3)])

@@ -512,6 +512,28 @@ def list_legal_actions(rec, out) -> int:
 
 
 @njit(cache=True)
+def liberties_per_action(rec, out) -> None:
+    """``out[a]`` (int16, ``[N*N]``): the liberties of the string on action
+    ``a``'s point, 0 on an empty point. One gather a point, no branch (the
+    colours are too mixed to predict); unsigned indices spare numba's
+    wrap-around arithmetic."""
+    n = rec.n
+    w = rec.w
+    color = rec.color
+    libs = rec.libs
+    parent = rec.parent
+    for y in range(n):
+        start = (y + 1) * w + 1
+        c_row = color[start:start + n]
+        g_row = parent[start:start + n]
+        row = out[y * n:(y + 1) * n]
+        for x in range(n):
+            c = c_row[x]
+            stone = (c == BLACK) | (c == WHITE)
+            row[x] = libs[np.uint16(g_row[x])] * np.int16(stone)
+
+
+@njit(cache=True)
 def full_hash(rec) -> np.uint64:
     """The positional hash computed from scratch (for checks)."""
     h = np.uint64(0)

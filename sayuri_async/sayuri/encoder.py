@@ -76,7 +76,7 @@ import numpy as np
 from numba import njit
 
 from ..features import eq_planes
-from ..go.board import BLACK, HISTORY, MAX_P, NO_KO, PASS, WHITE
+from ..go.board import BLACK, HISTORY, MAX_P, NO_KO, PASS, WHITE, liberties_per_action
 from .benson import AREA_SCRATCH_DTYPE, area_planes, area_planes_with
 from .ladder import (LADDER_ATARI, LADDER_CACHE_DTYPE, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, ladder_map,
                      ladder_map_reuse)
@@ -105,7 +105,7 @@ LEAF_DTYPE = np.dtype(
         ("safe", np.uint8, (MAX_P,)),  # per action: in a safe area of either colour
         ("owner", np.int8, (MAX_P,)),  # per action: Sayuri's area-rule owner
         ("lad", np.int8, (MAX_P,)),  # per action: the ladder code
-        ("libs_at", np.int16, (MAX_P,)),  # per action: its string's liberties (``liberties_per_action``)
+        ("libs_at", np.int16, (MAX_P,)),  # per action: its string's liberties (``board.liberties_per_action``)
     ],
     align=True,
 )
@@ -201,32 +201,11 @@ def _history(rec, o, nn: int) -> None:
 
 
 @njit(cache=True)
-def liberties_per_action(rec, out) -> None:
-    """``out[a]`` (int16, ``[N*N]``): the liberties of the string on action
-    ``a``'s point, 0 on an empty point. One gather a point, no branch (the
-    colours are too mixed to predict); unsigned indices spare numba's
-    wrap-around arithmetic."""
-    n = rec.n
-    w = rec.w
-    color = rec.color
-    libs = rec.libs
-    parent = rec.parent
-    for y in range(n):
-        start = (y + 1) * w + 1
-        c_row = color[start:start + n]
-        g_row = parent[start:start + n]
-        row = out[y * n:(y + 1) * n]
-        for x in range(n):
-            c = c_row[x]
-            stone = (c == BLACK) | (c == WHITE)
-            row[x] = libs[np.uint16(g_row[x])] * np.int16(stone)
-
-
-@njit(cache=True)
 def _planes(rec, o, nn: int, lad, safe, owner, libs_at) -> None:
-    """Planes 24-42 from the ladder map ``lad`` and the area planes
-    (``safe``, ``owner``; not read under territory scoring);
-    ``libs_at`` (``[N*N]`` int16) is scratch for ``liberties_per_action``."""
+    """Planes 24-42 from the ladder map ``lad``, the area planes
+    (``safe``, ``owner``; not read under territory scoring) and each
+    action's liberties ``libs_at`` (``[N*N]`` int16,
+    ``board.liberties_per_action``, which the ladder pass reads too)."""
     n = rec.n
     w = rec.w
     own = rec.to_move
@@ -249,7 +228,6 @@ def _planes(rec, o, nn: int, lad, safe, owner, libs_at) -> None:
             safe_opp[i] = np.uint8((safe[i] != 0) & theirs)
             own_area[i] = np.uint8(mine)
             opp_area[i] = np.uint8(theirs)
-    liberties_per_action(rec, libs_at)  # then compares a vector at a time
     lib_planes = o[P_LIBS * nn:(P_LIBS + 4) * nn]
     for k in range(4):
         plane = lib_planes[k * nn:(k + 1) * nn]
@@ -288,7 +266,9 @@ def encode_sayuri_v3(rec, out) -> None:
         area_planes(rec, rec.to_move, safe, owner)
     lad = np.empty(nn, np.int8)
     ladder_map(rec, lad)
-    _planes(rec, o, nn, lad, safe, owner, np.empty(nn, np.int16))
+    libs_at = np.empty(nn, np.int16)
+    liberties_per_action(rec, libs_at)
+    _planes(rec, o, nn, lad, safe, owner, libs_at)
 
 
 @njit(cache=True)
@@ -316,8 +296,10 @@ def encode_sayuri_v3_reuse(rec, out, leaf, idle) -> int:
         for i in range(nn):
             idle[i] = 0
     lad = leaf.lad[:nn]
-    ladder_map_reuse(rec, lad, leaf.ladders, stones)
-    _planes(rec, o, nn, lad, safe, owner, leaf.libs_at[:nn])
+    libs_at = leaf.libs_at[:nn]
+    liberties_per_action(rec, libs_at)  # once, for the ladder pass's short strings and planes 29-32
+    ladder_map_reuse(rec, lad, leaf.ladders, stones, libs_at)
+    _planes(rec, o, nn, lad, safe, owner, libs_at)
     return k
 
 

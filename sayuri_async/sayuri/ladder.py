@@ -51,7 +51,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..go.board import BLACK, BOARD_DTYPE, HISTORY, MAX_P, WHITE, copy_position
+from ..go.board import BOARD_DTYPE, HISTORY, MAX_P, copy_position, liberties_per_action
 from .ladder_footprint import MAX_STRINGS, footprint
 from .ladder_reader import (LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, NOT_LADDER, READER_DTYPE,
                             read_string)
@@ -115,6 +115,7 @@ LADDER_CACHE_DTYPE = np.dtype(
         ("nvital", np.int8, (MAX_P,)),  # per string head: its vital moves
         ("vital_at", np.int32, (MAX_P, VITAL_MAX)),
         ("pts", np.int16, (MAX_P,)),  # the points of strings of one or two liberties (``short_points``)
+        ("libs_at", np.int16, (MAX_P,)),  # per action: its string's liberties (modes 0 and 1 compute them here)
         ("heads", np.int32, (MAX_STRINGS + 1,)),  # footprint's scratch
         ("fp_points", np.uint64, (SET_WORDS,)),
         ("mark", np.uint8, (MAX_P,)),  # footprint's scratch, all 0 between calls (a bool array cannot be a field)
@@ -190,40 +191,38 @@ def _diff(black, white, b2, w2, changed) -> None:
 
 
 @njit(cache=True)
-def short_points(rec, pts) -> int:
-    """Write the points of ``rec``'s strings of one or two liberties into
-    ``pts`` in raster order; returns how many. One pass without a branch
-    per point (the board's colours are too mixed for branches to be
-    predicted)."""
-    n = rec.n
-    w = rec.w
-    color = rec.color
-    libs = rec.libs
-    parent = rec.parent
+def short_points(libs_at, n: int, pts) -> int:
+    """Write the points of the strings of one or two liberties into
+    ``pts`` in raster order, from each action's liberties ``libs_at``
+    (``board.liberties_per_action``: 0 on an empty point); returns how
+    many. One pass without a branch per point (the board's colours are
+    too mixed for branches to be predicted)."""
+    w = n + 2
     k = np.uint64(0)  # unsigned indices: numba adds no wrap-around arithmetic
     for y in range(n):
-        row = (y + 1) * w + 1
-        for p in range(row, row + n):
-            c = color[p]
-            pts[k] = p
-            k += np.uint64(((c == BLACK) | (c == WHITE)) & (libs[np.uint16(parent[p])] <= 2))
+        row = libs_at[y * n:(y + 1) * n]
+        p0 = (y + 1) * w + 1
+        for x in range(n):
+            pts[k] = p0 + x
+            k += np.uint64(np.uint16(row[x] - 1) <= 1)  # 1 or 2 (0, empty, wraps round)
     return int(k)
 
 
 @njit(cache=True)
-def _ladder_pass(rec, out, cache, mode: int, stones) -> None:
+def _ladder_pass(rec, out, cache, mode: int, stones, libs_at) -> None:
     """``ladder_map``'s loop. ``mode`` 0: read every string; 1: also keep
     each string's read-out and footprint as ``cache``'s root entries; 2:
     take a string's read-out from the parent position's store, else from
     the root entries, else from the memo, else read it (and remember it),
     and store this position's read-outs (module docstring). ``stones``:
-    ``rec``'s stone sets (modes 1 and 2)."""
+    ``rec``'s stone sets (modes 1 and 2); ``libs_at``: each action's
+    liberties (``board.liberties_per_action``)."""
     n = rec.n
     w = rec.w
     for i in range(n * n):
         out[i] = NOT_LADDER
     pts = cache.pts
-    npts = short_points(rec, pts)
+    npts = short_points(libs_at, n, pts)
     if mode == 2 and npts == 0:
         return  # nothing to read, nothing its children could take
     verdict = cache.verdict
@@ -432,7 +431,9 @@ def _read_all(rec, out, caches) -> None:
     passed whole: a record taken from it in the caller would leave the
     array unreferenced, and freed, during the pass)."""
     stones = np.empty((3, SET_WORDS), np.uint64)  # not looked at in this mode
-    _ladder_pass(rec, out, caches[0], 0, stones)
+    libs_at = caches[0].libs_at[:rec.n * rec.n]
+    liberties_per_action(rec, libs_at)
+    _ladder_pass(rec, out, caches[0], 0, stones, libs_at)
 
 
 @njit(cache=True)
@@ -442,11 +443,13 @@ def ladder_map_keep(rec, out, cache) -> None:
     ``ladder_map_reuse`` at positions that follow from this one."""
     stones = np.empty((3, SET_WORDS), np.uint64)
     stone_sets(rec, stones[0], stones[1], stones[2])
-    _ladder_pass(rec, out, cache, 1, stones)
+    libs_at = cache.libs_at[:rec.n * rec.n]
+    liberties_per_action(rec, libs_at)
+    _ladder_pass(rec, out, cache, 1, stones, libs_at)
 
 
 @njit(cache=True)
-def ladder_map_reuse(rec, out, cache, stones) -> None:
+def ladder_map_reuse(rec, out, cache, stones, libs_at) -> None:
     """``ladder_map`` for ``rec``, taking read-outs from ``cache`` where
     their footprints hold the same stones (module docstring: the parent
     position's store, the root entries, the memo), reading the others;
@@ -454,8 +457,10 @@ def ladder_map_reuse(rec, out, cache, stones) -> None:
     map as ``ladder_map``, cheaper when positions differ by a few moves
     far from most strings or share strings and their surroundings (the
     nodes of a search tree). ``stones``: ``rec``'s stone sets
-    (``[3, SET_WORDS]``, ``pointset.stone_sets``)."""
-    _ladder_pass(rec, out, cache, 2, stones)
+    (``[3, SET_WORDS]``, ``pointset.stone_sets``); ``libs_at``: each
+    action's liberties (``board.liberties_per_action``), which the caller
+    also needs for its liberty planes."""
+    _ladder_pass(rec, out, cache, 2, stones, libs_at)
 
 
 def new_ladder_cache() -> np.ndarray:
