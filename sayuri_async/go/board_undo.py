@@ -35,6 +35,7 @@ _N_CAP, _CAP = 21, 22  # 4 x head
 _N_MERGE, _MERGE = 26, 27  # 4 x (big, small, big's liberties before)
 UNDO_LEN = 39
 UNDO_P = _P  # the slot of the move's point (PASS for a pass)
+UNDO_N_CAP = _N_CAP  # the slot of the number of strings the move captured
 
 
 @njit(cache=True)

@@ -52,7 +52,7 @@ import numpy as np
 from numba import njit
 
 from ..go.board import EMPTY, MAX_P, NO_KO, is_simple_legal
-from ..go.board_undo import UNDO_LEN, UNDO_P as _UNDO_P, play_undoable, undo_play
+from ..go.board_undo import UNDO_LEN, UNDO_N_CAP as _UNDO_N_CAP, UNDO_P as _UNDO_P, play_undoable, undo_play
 from .pointset import SET_WORDS, add
 
 MAX_LADDER_NODES = 2000
@@ -361,6 +361,27 @@ def _prey_selections(b, prey: int, v: int, think_ko: bool, w: int, r, e: int, kn
     return _NEITHER, m
 
 
+@njit(cache=True, inline="always")
+def _libs_beside_move(b, r, v: int, w: int, e: int) -> bool:
+    """At the hunter ply ``e``, where the prey has two liberties: write
+    them into ``r.sel[e, :2]`` in the order of a walk of its stones
+    (``_string_libs``) without the walk, when the prey's move (``r.undo[e]``'s)
+    captured nothing and joined no other string (the prey grew by one
+    stone since its ply ``e - 1``). The prey then had one liberty, that
+    move's point, so no other stone of it has an empty neighbour: both
+    liberties are the move's empty neighbours, met in their order."""
+    if r.prey_size[e - 1] + 1 != b.size[b.parent[v]] or r.undo[e, _UNDO_N_CAP] != 0:
+        return False
+    m = r.undo[e, _UNDO_P]
+    n = 0
+    for k in range(4):
+        q = m + _dir(w, k)
+        if b.color[np.uint64(q)] == EMPTY and n < 2:  # unsigned: no wrap-around arithmetic
+            r.sel[e, n] = q
+            n += 1
+    return n == 2
+
+
 @njit(cache=True)
 def _hunter_selections(b, prey: int, v: int, w: int, r, e: int) -> tuple[int, int]:
     libs = b.libs[b.parent[v]]
@@ -369,7 +390,8 @@ def _hunter_selections(b, prey: int, v: int, w: int, r, e: int) -> tuple[int, in
     if libs <= 1:
         return _HUNTER, 0
     sel = r.sel
-    _string_libs(b, v, w, sel, e, 0)
+    if not _libs_beside_move(b, r, v, w, e):
+        _string_libs(b, v, w, sel, e, 0)
     m1 = sel[e, 0]
     m2 = sel[e, 1]
     r.pair[e, 0] = m1  # for the prey's ply after the hunter's move (``_prey_selections``'s ``known``)
