@@ -326,8 +326,8 @@ def merge_groups(rec, big: int, small: int) -> None:
     s = small
     while True:  # unsigned indices (``neighbour``)
         for d in range(4):
-            e = s + (-1, 1, -w, w)[d]
-            if rec.color[neighbour(s, w, d)] == EMPTY:
+            e = s + (-1, 1, -w, w)[d]  # signed: ``neighbour`` adds to it below
+            if rec.color[np.uint64(e)] == EMPTY:
                 shared = False
                 for d2 in range(4):
                     k = neighbour(e, w, d2)

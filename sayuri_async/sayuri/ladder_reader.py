@@ -133,6 +133,18 @@ def _play(b, p: int, c: int, u) -> None:
     play_undoable(b, p, u)
 
 
+@njit(cache=True, inline="always")
+def _append_new(sel, e: int, n: int, q: int) -> int:
+    """Append ``q`` to ``sel[e, :n]`` unless it is there (or the row is full)."""
+    for i in range(n):
+        if sel[e, i] == q:
+            return n
+    if n < sel.shape[1]:
+        sel[e, n] = q
+        n += 1
+    return n
+
+
 @njit(cache=True)
 def _string_libs(b, v: int, w: int, out, row: int, n: int) -> int:
     """Append the liberties of the string at ``v`` to ``out[row, n:]`` (no
@@ -156,14 +168,7 @@ def _string_libs(b, v: int, w: int, out, row: int, n: int) -> int:
                     elif found == 1:
                         met1 = q
                     found += 1
-                seen = False
-                for i in range(n):
-                    if out[row, i] == q:
-                        seen = True
-                        break
-                if not seen and n < out.shape[1]:
-                    out[row, n] = q
-                    n += 1
+                n = _append_new(out, row, n, q)
         if want <= 2 and found >= want:
             break
         s = b.nxt[np.uint64(s)]
@@ -241,18 +246,6 @@ def _hits_carried(b, r, e: int, size: int, hunter: int, w: int) -> bool:
         r.hit_lib[e, i] = r.hit_lib[e - 2, i]
     r.hit_n[e] = k
     return True
-
-
-@njit(cache=True, inline="always")
-def _append_new(sel, e: int, n: int, q: int) -> int:
-    """Append ``q`` to ``sel[e, :n]`` unless it is there (or the row is full)."""
-    for i in range(n):
-        if sel[e, i] == q:
-            return n
-    if n < sel.shape[1]:
-        sel[e, n] = q
-        n += 1
-    return n
 
 
 @njit(cache=True)
@@ -520,8 +513,7 @@ def read_string(b, r, p: int, c: int, libs: int, w: int, vital) -> int:
     nv = 0
     if libs == 1:
         if _read(b, r, c, p, w, _NULL) == _HUNTER:
-            _string_libs(b, p, w, libbuf, 0, 0)
-            vital[nv] = libbuf[0, 0]
+            vital[nv] = _only_lib(b, p, w)
             nv += 1
     else:
         k = _string_libs(b, p, w, libbuf, 0, 0)
