@@ -20,6 +20,13 @@ borrowed    ``borrowed(a)``: the same array (data, shape, strides) with no
             its kin): the caller holds the arrays for the whole call, and
             nothing compiled keeps a view past it. A borrowed array must
             never be returned to Python or stored where it outlives the call.
+borrowed_at ``borrowed_at(like, address)``: an array of ``like``'s type,
+            shape and strides whose data is at ``address`` (an int64 from
+            ``ndarray.ctypes.data``), borrowed as above: one compiled call
+            reaches many arrays of one kind (the workspaces of many
+            searches) from an array of their addresses. The caller keeps
+            every such array alive for the call, and each has ``like``'s
+            shape.
 """
 from __future__ import annotations
 
@@ -44,3 +51,22 @@ def borrowed(typingctx, arr):
         return value
 
     return arr(arr), codegen
+
+
+@intrinsic
+def borrowed_at(typingctx, like, address):
+    """``like`` moved to the data at ``address`` (see the module docstring)."""
+    if not isinstance(like, types.Array) or not isinstance(address, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = args[0]
+        model = context.data_model_manager[signature.args[0]]
+        for name in ("meminfo", "parent"):
+            index = model.get_field_position(name)
+            value = builder.insert_value(value, ir.Constant(value.type.elements[index], None), index)
+        index = model.get_field_position("data")
+        data = builder.inttoptr(args[1], value.type.elements[index])
+        return builder.insert_value(value, data, index)
+
+    return like(like, address), codegen

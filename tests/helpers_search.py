@@ -7,6 +7,7 @@ import asyncio
 
 import numpy as np
 
+from sayuri_async.infer.batcher import run_preparations
 from sayuri_async.infer.stats import Counters
 from sayuri_async.net.backends import NetOutput
 
@@ -27,8 +28,10 @@ class InstantEvaluator:
     def reserve(self):
         return self.buf, 0, self.buf.shape[0]
 
-    def commit(self, count: int = 1, final: bool = True):
-        """Answer slots ``0 .. count - 1`` at once."""
+    def commit(self, count: int = 1, final: bool = True, prepare=None):
+        """Write slots ``0 .. count - 1`` (``prepare``) and answer them at once."""
+        if prepare is not None:
+            run_preparations([prepare], self.buf)
         self.requests += count
         a = self.n * self.n + 1
         pol = np.empty((count, a), dtype=np.float32)

@@ -260,12 +260,64 @@ def test_a_failure_of_the_worker_outside_the_backend_still_answers_the_batch():
     async def main():
         bt = Batcher(FakeBackend(), 5, batch_size=2, timeout_ms=10_000)
 
-        def broken_run(arr, count):
+        def broken_run(arr, count, preparations):
             raise MemoryError("no room for the batch")
 
         bt._launch = broken_run  # fails in the worker thread, around the backend call
         res = await one_failing_batch(bt, 2)
         assert all(isinstance(r, MemoryError) for r in res)
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_preparations_write_the_rows_in_the_worker_thread_before_the_backend_one_call_per_kind():
+    async def main():
+        be = FakeBackend()
+        seen = []
+        run = be.run
+        be.run = lambda batch: (seen.append(("backend", batch[:, 0, 0, 0].tolist())), run(batch))[1]
+
+        def tags(items, planes):  # item: (slot, tag)
+            seen.append(("tags", threading.current_thread() is threading.main_thread(), list(items)))
+            for slot, tag in items:
+                planes[slot, 0, 0, 0] = tag
+
+        def other(items, planes):
+            seen.append(("other", list(items)))
+            for slot in items:
+                planes[slot, 0, 0, 0] = 9
+
+        bt = Batcher(be, 5, batch_size=4, timeout_ms=10_000)
+        for _ in range(3):
+            bt.attach()
+        arr, slot, _ = bt.reserve()
+        a = bt.commit(2, prepare=(tags, (0, 5)))  # rows 0 and 1: the preparation writes row 0 only
+        arr[1, 0, 0, 0] = 6  # a client may also write a row itself
+        b = bt.commit(1, prepare=(tags, (2, 7)))
+        c = bt.commit(1, prepare=(other, 3))  # full: the batch leaves
+        outs = await asyncio.wait_for(asyncio.gather(a, b, c), 5)
+        assert seen == [("tags", False, [(0, 5), (2, 7)]), ("other", [3]), ("backend", [5.0, 6.0, 7.0, 9.0])]
+        assert [float(x) for x in outs[0].score] == [5.0, 6.0, 7.0, 9.0]
+        assert bt.counters.encode_s > 0.0
+        bt.close()
+
+    asyncio.run(main())
+
+
+def test_a_failing_preparation_answers_its_batch_with_the_error_and_the_next_batch_runs():
+    async def main():
+        be = FakeBackend()
+
+        def broken(items, planes):
+            raise IndexError("row out of range")
+
+        bt = Batcher(be, 5, batch_size=1, timeout_ms=10_000)
+        bt.attach()
+        with pytest.raises(IndexError, match="row out of range"):
+            await asyncio.wait_for(bt.commit(1, prepare=(broken, None)), 5)
+        assert be.calls == [] and bt.waiting == 0 and bt.counters.in_flight == 0
+        assert await asyncio.wait_for(request(bt, 4), 5) == 4.0
         bt.close()
 
     asyncio.run(main())

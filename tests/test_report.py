@@ -54,6 +54,7 @@ RATES = {"16": 5000.0, "32": 10000.0, "64": 20000.0}  # a device that does twice
     (fig(loop_busy=0.99, gpu_busy=0.33, procs=1, cores=2), S, "CPU-bound", {"procs": 2}),
     (fig(loop_busy_max=0.97, loop_busy=0.6, gpu_busy=0.2, procs=2, cores=2), S, "CPU-bound", {}),
     (fig(loop_busy=0.99, gpu_busy=0.33, procs=4, cores=16), S, "CPU-bound", {"procs": 8}),
+    (fig(loop_busy=0.5, encode_busy=0.95, gpu_busy=0.4, procs=1, cores=4), S, "CPU-bound", {"procs": 2}),
     (fig(avgBatchSize=12.0, loop_busy=0.4, gpu_busy=0.4), {**S, "parallel_games": 24}, "starved",
      {"parallel_games": 64}),
     (fig(avgBatchSize=10.0, gpu_busy=0.95), {**S, "parallel_games": 24}, "starved", {"parallel_games": 64}),
@@ -103,6 +104,9 @@ def test_verdict_names_the_backend_when_the_network_runs_on_the_cpu():
 def test_verdict_texts_carry_the_numbers():
     cpu = diagnose(fig(loop_busy=1.0, gpu_busy=0.33, procs=1, cores=2), S).text
     assert "loop 100% busy" in cpu and "GPU 33%" in cpu and "--procs 2" in cpu
+    encoding = diagnose(fig(loop_busy=0.5, encode_busy=0.95, encode_us_per_request=20.0, gpu_busy=0.4, procs=1,
+                            cores=2), S).text
+    assert "leaf encoding 95% busy (20.0 us per request)" in encoding and "--procs 2" in encoding
     starved = diagnose(fig(avgBatchSize=12.0), {**S, "parallel_games": 24}).text
     assert "parallel_games 24 < 2 x batch_size 32 = 64" in starved
     small = diagnose(fig(**{"nnEvals/s": 9700.0}, gpu_busy=0.97, loop_busy=0.3, device_rates=RATES,

@@ -1,20 +1,24 @@
-"""A search round (several leaves, one commit), the compiled NN cache, the
-deferred expansion and the compact board copy the descent uses."""
+"""A search round (several leaves, one commit), its encoding in the
+evaluator's thread, the compiled NN cache, the deferred expansion and the
+compact board copy the descent uses."""
 import asyncio
+import threading
 
 import numpy as np
 import pytest
 
 from sayuri_async.go import board as B
 from sayuri_async.go.game import Game
-from sayuri_async.infer.batcher import Batcher
+from sayuri_async.infer.batcher import Batcher, run_preparations
 from sayuri_async.infer.cache import NNCache, capacity_for
 from sayuri_async.net.backends import RandomBackend
+from sayuri_async.encoders import get_encoder
+from sayuri_async.search import mcts
 from sayuri_async.search.mcts import Search, SearchConfig
 from sayuri_async.infer.cache import cache_key
 from sayuri_async.selfplay.config import SelfplayConfig
 
-from helpers_search import InstantEvaluator
+from helpers_search import InstantEvaluator, check_tree
 
 
 def random_game(n: int, moves: int, seed: int) -> Game:
@@ -71,8 +75,9 @@ def test_a_round_commits_its_leaves_as_consecutive_slots():
     seen = []
 
     class Recording(InstantEvaluator):
-        def commit(self, count=1, final=True):
+        def commit(self, count=1, final=True, prepare=None):
             seen.append(count)
+            run_preparations([prepare], self.buf)
             # each slot holds a distinct leaf position (own + opponent stones differ)
             sigs = {self.buf[i, :2].tobytes() for i in range(count)}
             assert len(sigs) == count
@@ -217,3 +222,67 @@ def test_dirichlet_noise_mixes_a_distribution_into_the_open_root_moves_only():
     # Dirichlet with equal alphas: each move's mean share is 1 / moves
     np.testing.assert_allclose(noise.mean(axis=0).mean(), 1.0 / open_.sum(), rtol=1e-3)
     assert noise.max(axis=1).mean() > 5.0 / open_.sum()  # small alpha: spiky draws, not uniform
+
+
+@pytest.mark.parametrize("encoder", ["simple-v1", "sayuri-v3"])
+def test_a_rounds_leaves_are_encoded_in_the_worker_thread_as_the_encoder_writes_them(encoder, monkeypatch):
+    """Each row the batcher's worker writes holds the full encoding of the
+    leaf that waits at that slot (read from the round's workspace before
+    the encoding runs), and no encoding runs on the event loop."""
+    enc = get_encoder(encoder)
+    encode = mcts.encode_leaf_rounds
+    calls = []
+
+    def checked(rounds, planes):
+        leaves = [(slot, ws["leaf_board"][0, :k].copy()) for _, slot, k, ws in rounds]
+        encode(rounds, planes)
+        for slot, boards in leaves:
+            for i in range(boards.shape[0]):
+                np.testing.assert_array_equal(planes[slot + i], enc(boards[i:i + 1]))
+        calls.append((threading.current_thread() is threading.main_thread(), sum(b.shape[0] for _, b in leaves)))
+
+    monkeypatch.setattr(mcts, "encode_leaf_rounds", checked)
+    g = random_game(9, 14, seed=7)
+    bt = Batcher(RandomBackend(encoder, seed=1), 9, batch_size=4, timeout_ms=1.0)
+    s = Search(SearchConfig(leaves_per_await=3), encoder, rng=np.random.default_rng(0))
+    res = asyncio.run(search_with_batcher(bt, g, 80, s))
+    bt.close()
+    assert res.playouts == 80 and calls
+    assert not any(on_loop for on_loop, _ in calls)
+    assert sum(k for _, k in calls) == bt.counters.evals == bt.counters.requests
+
+
+def test_a_search_cancelled_while_its_round_waits_takes_a_fresh_workspace():
+    """The cancelled round's batch still leaves later and encodes its leaves
+    into the workspace the search had; the search has a new one by then
+    and searches on undisturbed."""
+    async def main():
+        g = random_game(9, 10, seed=8)
+        bt = Batcher(RandomBackend("sayuri-v3", seed=2), 9, batch_size=64, timeout_ms=None)
+        s = Search(SearchConfig(), "sayuri-v3", rng=np.random.default_rng(0))
+        bt.attach()
+        bt.attach()  # a client that never commits: the round waits until the batch is made to leave
+        task = asyncio.ensure_future(s.run(g, bt, 50))
+        for _ in range(100):
+            await asyncio.sleep(0.001)
+            if bt.counters.queue_depth:
+                break
+        old = s.ws
+        assert bt.counters.queue_depth == 1 and old[0]["leaf_nmoves"][0] == 0  # the root waits, unencoded
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert s.ws is not old
+        res = await s.run(g, InstantEvaluator(9, planes=43), 40)
+        assert res.playouts == 40 and check_tree(s) > 0
+        bt.batch_size = 1  # the old batch leaves now
+        for _ in range(1000):
+            await asyncio.sleep(0.001)
+            if not bt.counters.queue_depth:
+                break
+        assert old[0]["leaf_nmoves"][0] == len(np.flatnonzero(g.legal_actions()))  # encoded there
+        res = await s.run(g, InstantEvaluator(9, planes=43), 40)
+        assert res.playouts == 40 and check_tree(s) > 0
+        bt.close()
+
+    asyncio.run(main())

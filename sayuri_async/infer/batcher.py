@@ -5,11 +5,17 @@ Vocabulary
 client     a game coroutine attached to the batcher. It commits requests,
            then blocks until they are answered; the batcher counts blocked
            clients (``waiting``) for the "every client waits" trigger.
-request    one position: the client writes its planes straight into a slot of
-           the filling buffer. ``reserve()`` gives the buffer, the next free
-           slot and how many slots are left before the batch is full; a
-           client may fill several consecutive slots (a search round's
-           leaves) and ``commit(count)`` them. Every commit into a buffer gets
+request    one position, whose planes go straight into a slot of the filling
+           buffer. ``reserve()`` gives the buffer, the next free slot and
+           how many slots are left before the batch is full; a client may
+           take several consecutive slots (a search round's leaves) and
+           ``commit(count, prepare=(run, item))`` them, where ``run``
+           writes them (``search/evaluator.py``, "preparation"): the
+           batch's preparations run in the worker thread just before the
+           backend, in one call per kind (so the searches' leaves are
+           encoded off the event loop, while the device runs the batch
+           before), or on the loop when inline; a client that wrote its
+           rows itself passes none. Every commit into a buffer gets
            the buffer's one future, answered with the backend's NetOutput
            for the whole batch: a request's row in it is the slot it was
            written to. Nothing is copied on the way.
@@ -45,7 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -56,6 +62,20 @@ from .stats import Counters
 from .worker import Worker
 
 
+def run_preparations(preparations: list, planes: np.ndarray) -> None:
+    """Run ``preparations`` (``(run, item)`` each, ``search/evaluator.py``)
+    in order, each run of consecutive ones with the same ``run`` as one
+    call: ``run(items, planes)``."""
+    i, k = 0, len(preparations)
+    while i < k:
+        run = preparations[i][0]
+        j = i + 1
+        while j < k and preparations[j][0] is run:
+            j += 1
+        run([p[1] for p in preparations[i:j]], planes)
+        i = j
+
+
 @dataclass
 class _Buffer:
     arr: np.ndarray  # [max_batch, C, N, N] uint8
@@ -64,12 +84,14 @@ class _Buffer:
     t_first: float = 0.0  # time of the first commit (the timeout counts from it)
     t_sum: float = 0.0  # commit times summed over requests (queue wait = count * now - t_sum)
     finals: int = 0  # commits after which their client blocked
+    prepares: list = field(default_factory=list)  # the preparation of each commit that has one, in order
 
     def clear(self) -> None:
         self.count = 0
         self.future = None
         self.t_sum = 0.0
         self.finals = 0
+        self.prepares = []  # (a new list: the worker may still hold the old one)
 
 
 class Batcher:
@@ -129,6 +151,7 @@ class Batcher:
             new.arr[:k] = old.arr[:k]
             new.count = k
             new.future, new.t_first, new.t_sum, new.finals = old.future, old.t_first, old.t_sum, old.finals
+            new.prepares = old.prepares
             if self._last is old:
                 self._last = new
             self._cur = new
@@ -176,12 +199,13 @@ class Batcher:
         if self.cache_size:
             self.nn_cache.put(key, output.policy, output.wdl, output.score, row)
 
-    def commit(self, count: int = 1, final: bool = True) -> asyncio.Future:
-        """Queue ``count`` requests whose planes were written into the
-        filling buffer from slot ``reserve()[1]`` on; the future gives the
-        batch's NetOutput (their rows are their slots). ``final``: the client
-        blocks after this one (see ``block``). Every search round runs this:
-        keep it lean."""
+    def commit(self, count: int = 1, final: bool = True, prepare=None) -> asyncio.Future:
+        """Queue ``count`` requests in the filling buffer's slots from
+        ``reserve()[1]`` on, written there already or by the preparation
+        ``prepare`` when the batch leaves; the future gives the batch's NetOutput
+        (their rows are their slots). ``final``: the client blocks after
+        this one (see ``block``). Every search round runs this: keep it
+        lean."""
         buf = self._cur
         i = buf.count
         n = i + count
@@ -199,6 +223,8 @@ class Batcher:
                 self._timer = loop.call_later(self.timeout_ms / 1000.0, self._on_timeout, buf)
         buf.count = n
         buf.t_sum += count * now
+        if prepare is not None:
+            buf.prepares.append(prepare)
         self.counters.queue_depth += count
         self._last = buf
         if n >= self._batch_size:  # (batch_size <= max_batch)
@@ -255,16 +281,22 @@ class Batcher:
         c.queue_wait_s += count * now - buf.t_sum
         c.in_flight += 1
         loop = self._loop or asyncio.get_running_loop()
-        self.dispatch.send(loop, self._launch, (buf.arr, count), partial(self._done, buf, count, reason))
+        self.dispatch.send(loop, self._launch, (buf.arr, count, buf.prepares),
+                           partial(self._done, buf, count, reason))
 
-    def _launch(self, arr: np.ndarray, count: int):
-        """Start a batch on the backend (in the worker thread, or on the
-        loop when inline). Returns the batch's ``(output, error, busy
-        seconds)`` when it ran inside ``launch`` (or failed there), else
-        ``collect() -> (output, error, busy seconds)``, which waits for it
+    def _launch(self, arr: np.ndarray, count: int, prepares: list):
+        """Write the batch's prepared rows (``prepares``, see "request") and
+        start it on the backend (in the worker thread, or on the loop when
+        inline). Returns the batch's ``(output, error, busy seconds)`` when
+        it ran inside ``launch`` (or failed there), else ``collect() ->
+        (output, error, busy seconds)``, which waits for it
         (``infer/worker.py``). ``_done`` gets the tuple on the loop."""
-        t0 = time.perf_counter()
         try:
+            if prepares:
+                t = time.perf_counter()
+                run_preparations(prepares, arr)
+                self.counters.encode_s += time.perf_counter() - t
+            t0 = time.perf_counter()
             wait = self.backend.launch(arr[:count])
         except BaseException as e:  # the batch's requests get it, not the thread
             return None, e, 0.0

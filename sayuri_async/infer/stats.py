@@ -14,6 +14,11 @@ GPU busy %     the device's busy time over wall time: CUDA events on CUDA, the
                backend otherwise (which also counts its waits for the GIL).
 loop busy %    CPU time of the event-loop thread over wall time (the loop is
                idle in select() otherwise).
+encode busy %  the worker thread's time encoding leaves (the searches' rounds
+               prepared in the batcher, just before each batch runs) over
+               wall time: near 100% the encoding, not the device or the
+               loop, paces the batches. ``encode_us_per_request``: that
+               time over search requests.
 loop us per request
                event-loop CPU time over search requests (hits included): the
                search + features + queue cost of one request. One process
@@ -48,6 +53,7 @@ class Counters:
     batches: int = 0
     flush: dict[str, int] = field(default_factory=lambda: {r: 0 for r in FLUSH_REASONS})
     busy_s: float = 0.0  # backend time
+    encode_s: float = 0.0  # worker time writing the batches' rows (the searches' leaf encoding)
     queue_wait_s: float = 0.0  # summed over requests
     cache_lookups: int = 0
     cache_hits: int = 0
@@ -107,6 +113,8 @@ def rates(a: dict, b: dict, dt: float, loop_cpu_s: float = 0.0, loops: int = 1) 
         "avgBatchSize": evals / batches if batches else 0.0,
         "gpu_busy": min(d("busy_s") / dt, 1.0),
         "loop_busy": min(loop_cpu_s / dt / max(loops, 1), 1.0),
+        "encode_busy": min(d("encode_s") / dt / max(loops, 1), 1.0),
+        "encode_us_per_request": 1e6 * d("encode_s") / d("requests") if d("requests") > 0 else 0.0,
         "queue_wait_ms": 1000.0 * d("queue_wait_s") / evals if evals else 0.0,
         "loop_us_per_request": 1e6 * loop_cpu_s / d("requests") if d("requests") > 0 else 0.0,
         "cache_hit_rate": hits / lookups if lookups else 0.0,

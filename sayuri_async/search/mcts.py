@@ -48,7 +48,7 @@ from . import gumbel as G
 from . import tree
 from .evaluator import Evaluator
 from .pools import DEFAULT_EDGE_CAPACITY, make_room, size_pools
-from .puct import descend_round, finish_round
+from .puct import descend_round, encode_rounds, finish_round
 from .root import (
     advance,
     ban_root_actions,
@@ -145,13 +145,22 @@ class SearchResult:
 _NO_CACHE = NNCache(0, 1)  # no slots: the compiled search skips it
 
 
+def encode_leaf_rounds(rounds: list[tuple], planes: np.ndarray) -> None:
+    """An evaluator's preparation of a batch's rows (``evaluator.py``):
+    encode the waiting leaves of the searches' ``rounds`` (``(workspace
+    address, slot, leaves, workspace)`` each, as ``Search.playouts``
+    commits them) into ``planes``, in one compiled call that releases the
+    GIL (``puct.encode_rounds``)."""
+    jobs = np.array([r[:3] for r in rounds], dtype=np.int64)  # [R, 3]
+    encode_rounds(rounds[0][3], jobs, planes)
+
+
 class Search:
     def __init__(self, config: SearchConfig, encoder: str, rng: np.random.Generator | None = None) -> None:
         self.cfg = config
         self.rng = rng or np.random.default_rng()
-        self.ws = new_workspace()
-        self.ws[0]["params"] = config.params()
-        self.ws[0]["encoder"] = get_encoder(encoder).ident
+        self._encoder_ident = get_encoder(encoder).ident
+        self.ws = self._new_workspace()
         sizes = size_pools(config.edge_capacity, config.search_edges, config.node_records, config.tree_memory_mb)
         self.edges = new_edges(sizes.edges)
         self.nodes = new_nodes(sizes.node_records)
@@ -170,6 +179,7 @@ class Search:
         self._pass: np.ndarray | None = None
         self._sym_n = 0  # board size of the workspace's symmetry maps
         self._round_edges = self._leaves * tree.MAX_ACTIONS  # edges one round may add (set by sync)
+        self._ws_address = self.ws.ctypes.data
         tree_reset(self.ws, self.nodes)
 
     # ---- game synchronisation -------------------------------------------
@@ -276,7 +286,9 @@ class Search:
         among the root's edges when >= 0),
         in rounds of up to ``leaves_per_await`` descents whose leaves wait on
         the network together (one commit, one await, one compiled call each
-        way). This loop is the Python side of the hot path: keep it lean."""
+        way; the leaves are encoded by the evaluator, off the event loop,
+        before the batch runs). This loop is the Python side of the hot
+        path: keep it lean."""
         reserve, commit = ev.reserve, ev.commit
         nn_cache = ev.nn_cache
         if nn_cache is None:
@@ -286,6 +298,7 @@ class Search:
         k_max = self._leaves
         budget = self.budget_bytes
         handle = self.tree_handle()
+        ws, address = self.ws, self._ws_address
         done = requests = hits_total = 0
         try:
             while done < count:
@@ -302,7 +315,11 @@ class Search:
                     if not completed:
                         break  # nothing to descend into (every move pruned)
                     continue
-                out = await commit(leaves)
+                try:
+                    out = await commit(leaves, prepare=(encode_leaf_rounds, (address, slot, leaves, ws)))
+                except asyncio.CancelledError:
+                    self._abandon_workspace()
+                    raise
                 finish_round(handle, leaves, (out.policy, out.wdl, out.score), slot, cache)
                 done += leaves
         finally:
@@ -314,6 +331,22 @@ class Search:
                 counters.cache_lookups += requests
                 counters.cache_hits += hits_total
         return done
+
+    def _new_workspace(self) -> np.ndarray:
+        ws = new_workspace()
+        ws[0]["params"] = self.cfg.params()
+        ws[0]["encoder"] = self._encoder_ident
+        return ws
+
+    def _abandon_workspace(self) -> None:
+        """The await of a round was cancelled: its leaves may still be
+        encoded into the workspace, in the evaluator's thread, at any time
+        (the batch they are in still leaves). The search takes a fresh
+        workspace and tree; the old one stays with that batch's round."""
+        self.ws = self._new_workspace()
+        self._ws_address = self.ws.ctypes.data
+        self._sym_n = 0
+        self.reset()
 
     def tree_handle(self) -> tuple:
         """The compiled round's tree handle ``(ws, nodes, edges)``

@@ -12,7 +12,7 @@ edge order  a node's edges keep its visited children (``child >= 0``) in
             of two 12-byte edges (``_swap``; a subtree stays where it is,
             its edge points to it).
 walk        one playout's way down (``walk``): replay the root position on
-            the scratch board, choose edges by PUCT (or a forced root edge,
+            the leaf board of its leaf slot, choose edges by PUCT (or a forced root edge,
             used by Gumbel sequential halving), give a child its node record
             on its first visit, stop at an unexpanded node (a leaf for the
             network) or at the end of the game (scored at once and backed
@@ -26,15 +26,26 @@ walk        one playout's way down (``walk``): replay the root position on
             another position) is closed (prior -1) and the walk starts
             again: each restart closes an edge for good, so a walk always
             ends.
-leaf preparation  ``prepare_leaf``: the walk's leaf marked pending, a
-            virtual loss on its path, its planes encoded, its moves
-            collected; its cache key returned.
+holding a leaf  ``hold_leaf``: the walk's leaf marked pending, a virtual
+            loss on its path, its symmetry drawn; its cache key returned.
+            Its board stays in its leaf slot.
+encoding a leaf  ``encode_waiting_leaf``: its planes written into a row of
+            the batch, its moves collected (``tree.collect_moves``, without
+            its idle points where the encoding found them). A round's
+            leaves are encoded by ``encode_rounds`` (a whole batch's rounds
+            in one call), which the evaluator runs when the batch leaves
+            (the batcher: in its worker thread, just before the network
+            runs), off the event loop; the search
+            touches its workspace again only after the answers, so nothing
+            else uses it meanwhile. A leaf found in the NN cache is encoded
+            at once (its moves are needed to finish it).
 cache key   ``infer/cache.cache_key``: two leaves with the same key get
             the same network output.
 round       what one search does between two awaits: up to
             ``leaves_per_await`` walks in one compiled call
             (``descend_round``), whose leaves go to the batcher as one
-            request of consecutive slots, then one compiled call
+            request of consecutive slots with their encoding to run
+            (``encode_rounds``), then one compiled call
             (``finish_round``) that gives them the network's answers. Leaves
             found in the NN cache (``infer/cache.py``) and ends of the game
             are finished inside the round and cost no request.
@@ -49,8 +60,8 @@ handles     the round's arguments grouped as plain tuples (numba types a
             (``borrowed.py``): below them no view of the tree, the planes,
             the cache or the answers counts references.
 
-Leaf preparation encodes leaves with the encoder named by ``ws.encoder``
-(see ``encode_leaf``), and leaves the side to move's idle points (``tree.py``)
+Leaves are encoded with the encoder named by ``ws.encoder`` (see
+``encode_leaf``), which leaves the side to move's idle points (``tree.py``)
 out of a leaf's moves where the encoding found them.
 """
 from __future__ import annotations
@@ -60,7 +71,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..borrowed import borrowed
+from ..borrowed import borrowed, borrowed_at
 from ..go import board as B
 from ..features import encode_simple_v1
 from ..go.scoring import area_outcome
@@ -178,20 +189,21 @@ def encode_leaf(w, rec, out, depth: int) -> int:
 
 @njit(cache=True)
 def walk(ws, nodes, edges, forced: int, leaf_slot: int) -> int:
-    """One playout's way down from the root, on the scratch board. ``forced``
+    """One playout's way down from the root, on the leaf board of
+    ``leaf_slot``. ``forced``
     >= 0 is the root child to take (its place among the root's edges). The
     path (node records) is kept in ``ws.paths[leaf_slot]``, its length in
     ``ws.depths[leaf_slot]``. Returns WALK_COLLISION when it met a pending
     leaf (nothing changed), WALK_END when the playout ended the game (the
-    end position is on the scratch board), else WALK_LEAF: the path ends at
+    end position is on that board), else WALK_LEAF: the path ends at
     a node for the network, to expand or, with ``ws.leaf_widen`` set, to
     widen (selection chose a move it has no edge for, or it is a root with
     only some edges: a kept child)."""
     w = ws[0]
     path = w.paths[leaf_slot]
     while True:
-        B.copy_board(w.scratch, w.root)
-        rec = w.scratch
+        rec = w.leaf_board[leaf_slot]
+        B.copy_board(rec, w.root)
         node = w.root_node
         depth = 0
         path[0] = node
@@ -253,43 +265,54 @@ def walk(ws, nodes, edges, forced: int, leaf_slot: int) -> int:
 
 
 @njit(cache=True)
-def prepare_leaf(ws, nodes, planes, slot: int, leaf_slot: int) -> np.uint64:
+def hold_leaf(ws, nodes, leaf_slot: int) -> np.uint64:
     """Make the leaf that ``walk`` reached in ``leaf_slot`` wait on the
-    network: mark it PENDING, put a virtual loss on its path, encode it
-    (encoder ``ws.encoder``, a random symmetry when ``random_symmetry``) into
-    ``planes[slot]``, collect its moves (``tree.collect_moves``) when it is
-    to be expanded or widened. Returns its (odd) cache key, symmetry
-    included; ``tree.finish`` completes the playout."""
+    network: mark it PENDING, put a virtual loss on its path, note whether
+    its moves are to be collected (a node to expand or widen) and draw its
+    symmetry (``random_symmetry``). Returns its (odd) cache key, symmetry
+    included; ``encode_waiting_leaf`` encodes it, ``tree.finish``
+    completes the playout."""
     w = ws[0]
-    rec = w.scratch
     depth = w.depths[leaf_slot]
     node = w.paths[leaf_slot, depth]
     nodes[node].state = PENDING
     add_virtual_loss(ws, nodes, leaf_slot)
-    idle = encode_leaf(w, rec, planes[slot], depth)
-    if nodes[node].nchild == 0 or w.leaf_widen[leaf_slot]:
-        collect_moves(ws, leaf_slot, idle > 0)
-    key = cache_key(rec)
+    w.leaf_collect[leaf_slot] = 1 if nodes[node].nchild == 0 or w.leaf_widen[leaf_slot] else 0
+    key = cache_key(w.leaf_board[leaf_slot])
     sym = 0
     if w.params[P_RANDOM_SYMMETRY] > 0.0:
         sym = np.random.randint(0, 8)
         if sym != 0:
-            permute_planes(planes[slot], w.sym_map[sym], w.sym_buf)
             key ^= np.uint64(sym) * np.uint64(0xD6E8FEB86659FD92) & ~np.uint64(1)
     w.leaf_sym[leaf_slot] = sym
     w.leaf_key[leaf_slot] = key
     return key
 
 
+@njit(cache=True)
+def encode_waiting_leaf(ws, planes, row: int, leaf_slot: int) -> None:
+    """Encode the leaf waiting in ``leaf_slot`` (``hold_leaf``) into
+    ``planes[row]`` (encoder ``ws.encoder``, in the leaf's symmetry) and
+    collect its moves when it needs them."""
+    w = ws[0]
+    idle = encode_leaf(w, w.leaf_board[leaf_slot], planes[row], w.depths[leaf_slot])
+    if w.leaf_collect[leaf_slot]:
+        collect_moves(ws, leaf_slot, idle > 0)
+    sym = w.leaf_sym[leaf_slot]
+    if sym != 0:
+        permute_planes(planes[row], w.sym_map[sym], w.sym_buf)
+
+
 @njit(cache=True, nogil=True)
 def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
     """Up to ``want`` playouts' walks (``forced`` as in ``walk``); the k-th
-    leaf that needs the network is encoded into ``planes[slot + k]`` and
-    waits in leaf slot k. Ends of the game are backed up at once, leaves
-    found in ``cache`` are finished from it; a collision ends the round
-    early. Returns ``(leaves, completed, hits)``: leaves waiting on the
-    network, playouts already finished (ends of the game and cache hits)
-    and, of those, cache hits."""
+    leaf that needs the network waits in leaf slot k for its row
+    ``planes[slot + k]``, which ``encode_rounds`` writes. Ends of the game
+    are backed up at once, leaves found in ``cache`` are encoded and
+    finished from it; a collision ends the round early. Returns
+    ``(leaves, completed, hits)``: leaves waiting on the network, playouts
+    already finished (ends of the game and cache hits) and, of those,
+    cache hits."""
     ws, nodes, edges = borrowed(tree[0]), borrowed(tree[1]), borrowed(tree[2])
     planes = borrowed(planes)
     keys, c_policy, c_wdl = borrowed(cache[0]), borrowed(cache[1]), borrowed(cache[2])
@@ -301,18 +324,37 @@ def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
         if outcome == WALK_COLLISION:
             break
         if outcome == WALK_END:
-            backup(ws, nodes, leaves, area_outcome(ws[0].scratch), False)
+            backup(ws, nodes, leaves, area_outcome(ws[0].leaf_board[leaves]), False)
             completed += 1
             continue
-        key = prepare_leaf(ws, nodes, planes, slot + leaves, leaves)
+        key = hold_leaf(ws, nodes, leaves)
         j = cache_lookup(keys, key)
         if j >= 0:
+            encode_waiting_leaf(ws, planes, slot + leaves, leaves)  # its moves; the row is the next leaf's
             finish(ws, nodes, edges, leaves, c_policy, c_wdl, j)
             completed += 1
             hits += 1
             continue
         leaves += 1
     return leaves, completed, hits
+
+
+@njit(cache=True, nogil=True)
+def encode_rounds(like, rounds, planes) -> None:
+    """Encode the waiting leaves of several searches' rounds
+    (``descend_round``) into ``planes`` and collect their moves: round
+    ``j`` is ``rounds[j] = (address, slot, leaves)`` [R, 3] int64, the
+    address of its search's workspace (``ndarray.ctypes.data``; ``like``
+    is any workspace, ``borrowed_at``) and its rows ``slot .. slot +
+    leaves - 1``. One call for a whole batch: the evaluator runs it in a
+    thread of its own, the GIL released, while the searches wait for
+    their answers (``mcts.encode_leaf_rounds``)."""
+    planes = borrowed(planes)
+    for j in range(rounds.shape[0]):
+        ws = borrowed_at(like, rounds[j, 0])
+        slot = rounds[j, 1]
+        for i in range(rounds[j, 2]):
+            encode_waiting_leaf(ws, planes, slot + i, i)
 
 
 @njit(cache=True, nogil=True)

@@ -41,15 +41,17 @@ capacities  ``pools.py`` sizes the pools, grows them under a memory budget
             evaluated again (its edges stay as they are). Neither stops a
             search; ``set_root`` starts afresh when either pool lacks the
             room of the next search.
-workspace   ``[1]`` record of WS_DTYPE per game: the root position, a scratch
-            board that each playout replays from the root, the game's position
+workspace   ``[1]`` record of WS_DTYPE per game: the root position, the
+            leaf boards (``leaf_board[i]``: the board the walk to waiting
+            leaf ``i`` replayed from the root, kept until that leaf is
+            encoded), the game's position
             hashes (superko; a hash set, so a check costs the same at move 300
             as at move 3), the paths of the leaves waiting on the network
             (``paths[i, :depths[i] + 1]``: node indices, leaf last), the
             search parameters and the tree's bookkeeping (root node, pool
             use).
-pending     a leaf's legal moves are listed in the workspace when the descent
-            reaches it (the scratch board moves on); until the network
+pending     a leaf's legal moves are listed in the workspace when it is
+            encoded (``collect_moves``, from its leaf board); until the network
             answers it is PENDING and another descent that meets it stops (a
             collision). The answer gives it its edges, priors included, in
             one pass (``expand``).
@@ -126,7 +128,7 @@ N_PARAMS = 6
 WS_DTYPE = np.dtype(
     [
         ("root", B.BOARD_DTYPE),
-        ("scratch", B.BOARD_DTYPE),
+        ("leaf_board", B.BOARD_DTYPE, (MAX_LEAVES,)),  # the position of each waiting leaf (walk, encode_round)
         ("game_table", np.uint64, (TABLE_SLOTS,)),  # the game's positions (superko.py's position set)
         ("paths", np.int32, (MAX_LEAVES, MAX_DEPTH)),
         ("path_hash", np.uint64, (MAX_DEPTH,)),
@@ -146,6 +148,7 @@ WS_DTYPE = np.dtype(
         ("leaf_moves", np.int16, (MAX_LEAVES, MAX_ACTIONS)),  # its children to be (collect_moves)
         ("leaf_nmoves", np.int32, (MAX_LEAVES,)),
         ("leaf_widen", np.int8, (MAX_LEAVES,)),  # 1: the leaf is an expanded node that gets more edges
+        ("leaf_collect", np.int8, (MAX_LEAVES,)),  # 1: its moves are to be listed when it is encoded
         ("prior_buf", np.float32, (MAX_ACTIONS,)),  # the expanding leaf's priors, in leaf_moves order
         ("action_mark", np.uint8, (MAX_ACTIONS,)),  # scratch: actions that have an edge already (widen)
         ("leaf_idle", np.uint8, (MAX_ACTIONS,)),  # the leaf's idle points (see "idle points"); pass never
@@ -244,16 +247,17 @@ def close_idle_root_edges(ws, nodes, edges) -> int:
 
 @njit(cache=True)
 def collect_moves(ws, leaf_slot: int, skip_idle: bool) -> int:
-    """List the scratch board's simple-legal actions (pass last) in
-    ``ws.leaf_moves[leaf_slot]``: the children the leaf gets when its
-    priors arrive; with ``skip_idle`` none of ``ws.leaf_idle``'s points.
-    Returns how many."""
+    """List the simple-legal actions (pass last) of the leaf board of
+    ``leaf_slot`` in ``ws.leaf_moves[leaf_slot]``: the children the leaf
+    gets when its priors arrive; with ``skip_idle`` none of
+    ``ws.leaf_idle``'s points. Returns how many."""
     w = ws[0]
     moves = w.leaf_moves[leaf_slot]
-    k = B.list_legal_actions(w.scratch, moves)
+    rec = w.leaf_board[leaf_slot]
+    k = B.list_legal_actions(rec, moves)
     if skip_idle:
         idle = w.leaf_idle
-        nn = w.scratch.n * w.scratch.n
+        nn = rec.n * rec.n
         j = 0
         for i in range(k):
             a = moves[i]

@@ -232,8 +232,9 @@ def diagnose(r: dict, settings: dict) -> Verdict:
     """Which side limits throughput, from ``figures`` ``r``, and the lever.
 
     Order matters: first a busy device (is it running full batches of a size
-    it does well on?), then a saturated loop (more processes, while there
-    are cores for them), too few games, a machine taken by other programs,
+    it does well on?), then a saturated loop or leaf encoding (the worker
+    thread's, ``encode_busy``; more processes, while there are cores for
+    them), too few games, a machine taken by other programs,
     and round trips. ``settings`` may carry ``leaves_per_await`` and
     ``batches_in_flight``."""
     if settings.get("paused"):
@@ -274,14 +275,19 @@ def diagnose(r: dict, settings: dict) -> Verdict:
                            {"batches_in_flight": 2})
         return Verdict("fragmented", f"fragmented: {figs} with {p} games: raise parallel_games to {2 * p}",
                        {"parallel_games": 2 * p})
-    if loop >= LOOP_SATURATED:
-        us = r.get("loop_us_per_request", 0.0)
-        cost = f" ({us:.1f} us of CPU per request)" if us > 0 else ""
+    encode = r.get("encode_busy", 0.0)
+    if loop >= LOOP_SATURATED or encode >= LOOP_SATURATED:
+        if loop >= encode:
+            us = r.get("loop_us_per_request", 0.0)
+            side = f"loop {loop:.0%} busy" + (f" ({us:.1f} us of CPU per request)" if us > 0 else "")
+        else:  # the worker thread that encodes each batch's leaves before it runs
+            us = r.get("encode_us_per_request", 0.0)
+            side = f"leaf encoding {encode:.0%} busy" + (f" ({us:.1f} us per request)" if us > 0 else "")
         if procs < cores:
             more = min(cores, 2 * procs)
-            return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy{cost}, {dev} {gpu:.0%}: run {more} "
+            return Verdict("CPU-bound", f"CPU-bound: {side}, {dev} {gpu:.0%}: run {more} "
                                         f"engine processes (--procs {more}; {cores} cores)", {"procs": more})
-        return Verdict("CPU-bound", f"CPU-bound: loop {loop:.0%} busy{cost}, {dev} {gpu:.0%}, and all {cores} cores "
+        return Verdict("CPU-bound", f"CPU-bound: {side}, {dev} {gpu:.0%}, and all {cores} cores "
                                     f"run an engine: fewer playouts or a faster machine")
     if p < need:
         return Verdict("starved", f"starved: {figs}: parallel_games {p} < {rule_text(b, leaves)}: "

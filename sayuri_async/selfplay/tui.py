@@ -396,6 +396,9 @@ class TuiReporter:
             row(f"loop busy p{i}", x, "", "red" if x >= LOOP_SATURATED else "yellow")
         if len(loops) > 8:
             lines.append(Text(f"{f'loop busy ({len(loops)} procs)':<22}max {max(loops):.0%}"))
+        enc = r.get("encode_busy", 0.0)
+        row("leaf encoding busy", enc, f"  {r.get('encode_us_per_request', 0.0):.1f} us per request, "
+                                       f"in the inference worker", "red" if enc >= LOOP_SATURATED else "yellow")
         lines.append(Text(f"{'queue depth':<22}{r.get('queue_depth', 0)} requests, "
                           f"{r.get('in_flight', 0)} batch(es) in flight"))
         lines.append(Text(f"{'queue wait':<22}{r.get('queue_wait_ms', 0.0):.2f} ms per request"))
