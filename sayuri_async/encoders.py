@@ -5,7 +5,10 @@ Vocabulary
 Encoder          a name, its number of planes and its compiled functions
                  (``encode(rec, out)``; ``encode_arr(arr, out)`` for Python
                  callers holding ``Game.arr``), and ``ident``, the number the
-                 compiled search knows it by (``search.puct.encode_leaf``).
+                 compiled search knows it by (``search.puct.encode_leaf``),
+                 and ``off_loop``: whether a search's leaves are encoded in
+                 the inference worker's thread rather than on the event
+                 loop (``search/puct.py``, "encoding a leaf").
 ENCODERS         name -> Encoder: ``simple-v1`` (``features.py``, the
                  default) and ``sayuri-v3`` (``sayuri/encoder.py``).
 get_encoder      the one lookup; an unknown name is a ValueError naming the
@@ -38,6 +41,14 @@ class Encoder:
     encode_arr: Any = None
     # the compiled search's number for this encoder (``search.puct.encode_leaf``)
     ident: int = 0
+    # encode the search's leaves in the inference worker's thread: worth it
+    # where a leaf costs far more than moving it between threads. Measured
+    # in self-play with the random network in the worker (2-core machine):
+    # sayuri-v3 (ladder read-outs, Benson; ~20 us a leaf) loop CPU per request
+    # 34 -> 14 us on 19x19 and 31 -> 11 us on 9x9, throughput +32% / +15%;
+    # simple-v1 (~1-2 us a leaf with its legal moves) 9x9 loop 9.2 -> 10.8
+    # us and throughput -25%: the two threads' traffic costs more than it moves
+    off_loop: bool = False
 
     def alloc(self, n: int, batch: int | None = None) -> np.ndarray:
         """A zeroed ``[C, n, n]`` (or ``[batch, C, n, n]``) uint8 buffer."""
@@ -68,7 +79,7 @@ ENCODERS: dict[str, Encoder] = {
     "simple-v1": Encoder("simple-v1", features.SIMPLE_V1_PLANES, features.encode_simple_v1,
                          features.encode_simple_v1_arr, ident=0),
     sayuri_encoder.NAME: Encoder(sayuri_encoder.NAME, sayuri_encoder.PLANES, sayuri_encoder.encode_sayuri_v3,
-                                 sayuri_encoder.encode_sayuri_v3_arr, ident=sayuri_encoder.IDENT),
+                                 sayuri_encoder.encode_sayuri_v3_arr, ident=sayuri_encoder.IDENT, off_loop=True),
 }
 
 

@@ -159,7 +159,7 @@ class Search:
     def __init__(self, config: SearchConfig, encoder: str, rng: np.random.Generator | None = None) -> None:
         self.cfg = config
         self.rng = rng or np.random.default_rng()
-        self._encoder_ident = get_encoder(encoder).ident
+        self._encoder = get_encoder(encoder)
         self.ws = self._new_workspace()
         sizes = size_pools(config.edge_capacity, config.search_edges, config.node_records, config.tree_memory_mb)
         self.edges = new_edges(sizes.edges)
@@ -286,8 +286,8 @@ class Search:
         among the root's edges when >= 0),
         in rounds of up to ``leaves_per_await`` descents whose leaves wait on
         the network together (one commit, one await, one compiled call each
-        way; the leaves are encoded by the evaluator, off the event loop,
-        before the batch runs). This loop is the Python side of the hot
+        way; with an ``off_loop`` encoder the leaves are encoded by the
+        evaluator, off the event loop, before the batch runs). This loop is the Python side of the hot
         path: keep it lean."""
         reserve, commit = ev.reserve, ev.commit
         nn_cache = ev.nn_cache
@@ -299,6 +299,7 @@ class Search:
         budget = self.budget_bytes
         handle = self.tree_handle()
         ws, address = self.ws, self._ws_address
+        off_loop = self._encoder.off_loop
         done = requests = hits_total = 0
         try:
             while done < count:
@@ -316,7 +317,8 @@ class Search:
                         break  # nothing to descend into (every move pruned)
                     continue
                 try:
-                    out = await commit(leaves, prepare=(encode_leaf_rounds, (address, slot, leaves, ws)))
+                    out = await commit(leaves, prepare=(encode_leaf_rounds, (address, slot, leaves, ws))
+                                       if off_loop else None)
                 except asyncio.CancelledError:
                     self._abandon_workspace()
                     raise
@@ -335,7 +337,8 @@ class Search:
     def _new_workspace(self) -> np.ndarray:
         ws = new_workspace()
         ws[0]["params"] = self.cfg.params()
-        ws[0]["encoder"] = self._encoder_ident
+        ws[0]["encoder"] = self._encoder.ident
+        ws[0]["encode_off_loop"] = self._encoder.off_loop
         return ws
 
     def _abandon_workspace(self) -> None:

@@ -12,8 +12,9 @@ edge order  a node's edges keep its visited children (``child >= 0``) in
             of two 12-byte edges (``_swap``; a subtree stays where it is,
             its edge points to it).
 walk        one playout's way down (``walk``): replay the root position on
-            the leaf board of its leaf slot, choose edges by PUCT (or a forced root edge,
-            used by Gumbel sequential halving), give a child its node record
+            its leaf slot's board (``tree.leaf_rec``), choose edges by PUCT
+            (or a forced root edge, used by Gumbel sequential halving),
+            give a child its node record
             on its first visit, stop at an unexpanded node (a leaf for the
             network) or at the end of the game (scored at once and backed
             up: no network request). With the node pool full, an edge
@@ -35,10 +36,13 @@ encoding a leaf  ``encode_waiting_leaf``: its planes written into a row of
             leaves are encoded by ``encode_rounds`` (a whole batch's rounds
             in one call), which the evaluator runs when the batch leaves
             (the batcher: in its worker thread, just before the network
-            runs), off the event loop; the search
-            touches its workspace again only after the answers, so nothing
-            else uses it meanwhile. A leaf found in the NN cache is encoded
-            at once (its moves are needed to finish it).
+            runs), off the event loop; the search touches its workspace
+            again only after the answers, so nothing else uses it
+            meanwhile. That is for an encoder whose ``Encoder.off_loop``
+            says so (``ws.encode_off_loop``: ``sayuri-v3``); a cheap one's
+            leaves are encoded by ``descend_round`` itself, each right
+            after its walk. A leaf found in the NN cache is encoded at once
+            (its moves are needed to finish it).
 cache key   ``infer/cache.cache_key``: two leaves with the same key get
             the same network output.
 round       what one search does between two awaits: up to
@@ -82,7 +86,7 @@ from ..infer.cache import cache_key, cache_lookup, cache_store
 from ..symmetry import permute_planes
 from .superko import repeats_position
 from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, TAIL,
-                   add_virtual_loss, backup, collect_moves, finish, new_node)
+                   add_virtual_loss, backup, collect_moves, finish, leaf_rec, new_node)
 
 WALK_LEAF = 0  # walk's outcome: a leaf for the network (or a node to widen)
 WALK_END = 1  # walk's outcome: the playout ended the game
@@ -189,8 +193,8 @@ def encode_leaf(w, rec, out, depth: int) -> int:
 
 @njit(cache=True)
 def walk(ws, nodes, edges, forced: int, leaf_slot: int) -> int:
-    """One playout's way down from the root, on the leaf board of
-    ``leaf_slot``. ``forced``
+    """One playout's way down from the root, on the board of the leaf in
+    ``leaf_slot`` (``tree.leaf_rec``). ``forced``
     >= 0 is the root child to take (its place among the root's edges). The
     path (node records) is kept in ``ws.paths[leaf_slot]``, its length in
     ``ws.depths[leaf_slot]``. Returns WALK_COLLISION when it met a pending
@@ -202,7 +206,7 @@ def walk(ws, nodes, edges, forced: int, leaf_slot: int) -> int:
     w = ws[0]
     path = w.paths[leaf_slot]
     while True:
-        rec = w.leaf_board[leaf_slot]
+        rec = leaf_rec(w, leaf_slot)
         B.copy_board(rec, w.root)
         node = w.root_node
         depth = 0
@@ -278,7 +282,7 @@ def hold_leaf(ws, nodes, leaf_slot: int) -> np.uint64:
     nodes[node].state = PENDING
     add_virtual_loss(ws, nodes, leaf_slot)
     w.leaf_collect[leaf_slot] = 1 if nodes[node].nchild == 0 or w.leaf_widen[leaf_slot] else 0
-    key = cache_key(w.leaf_board[leaf_slot])
+    key = cache_key(leaf_rec(w, leaf_slot))
     sym = 0
     if w.params[P_RANDOM_SYMMETRY] > 0.0:
         sym = np.random.randint(0, 8)
@@ -295,7 +299,7 @@ def encode_waiting_leaf(ws, planes, row: int, leaf_slot: int) -> None:
     ``planes[row]`` (encoder ``ws.encoder``, in the leaf's symmetry) and
     collect its moves when it needs them."""
     w = ws[0]
-    idle = encode_leaf(w, w.leaf_board[leaf_slot], planes[row], w.depths[leaf_slot])
+    idle = encode_leaf(w, leaf_rec(w, leaf_slot), planes[row], w.depths[leaf_slot])
     if w.leaf_collect[leaf_slot]:
         collect_moves(ws, leaf_slot, idle > 0)
     sym = w.leaf_sym[leaf_slot]
@@ -307,7 +311,8 @@ def encode_waiting_leaf(ws, planes, row: int, leaf_slot: int) -> None:
 def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
     """Up to ``want`` playouts' walks (``forced`` as in ``walk``); the k-th
     leaf that needs the network waits in leaf slot k for its row
-    ``planes[slot + k]``, which ``encode_rounds`` writes. Ends of the game
+    ``planes[slot + k]``, which ``encode_rounds`` writes (encoded here at
+    once unless ``ws.encode_off_loop``). Ends of the game
     are backed up at once, leaves found in ``cache`` are encoded and
     finished from it; a collision ends the round early. Returns
     ``(leaves, completed, hits)``: leaves waiting on the network, playouts
@@ -319,18 +324,20 @@ def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
     leaves = 0
     completed = 0
     hits = 0
+    off_loop = ws[0].encode_off_loop != 0
     for _ in range(want):
         outcome = walk(ws, nodes, edges, forced, leaves)
         if outcome == WALK_COLLISION:
             break
         if outcome == WALK_END:
-            backup(ws, nodes, leaves, area_outcome(ws[0].leaf_board[leaves]), False)
+            backup(ws, nodes, leaves, area_outcome(leaf_rec(ws[0], leaves)), False)
             completed += 1
             continue
         key = hold_leaf(ws, nodes, leaves)
         j = cache_lookup(keys, key)
+        if j >= 0 or not off_loop:
+            encode_waiting_leaf(ws, planes, slot + leaves, leaves)  # a hit needs its moves; its row is the next leaf's
         if j >= 0:
-            encode_waiting_leaf(ws, planes, slot + leaves, leaves)  # its moves; the row is the next leaf's
             finish(ws, nodes, edges, leaves, c_policy, c_wdl, j)
             completed += 1
             hits += 1

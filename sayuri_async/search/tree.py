@@ -42,9 +42,11 @@ capacities  ``pools.py`` sizes the pools, grows them under a memory budget
             search; ``set_root`` starts afresh when either pool lacks the
             room of the next search.
 workspace   ``[1]`` record of WS_DTYPE per game: the root position, the
-            leaf boards (``leaf_board[i]``: the board the walk to waiting
+            leaf boards (``leaf_rec(w, i)``: the board the walk to waiting
             leaf ``i`` replayed from the root, kept until that leaf is
-            encoded), the game's position
+            encoded; one per leaf slot when the leaves are encoded after
+            the round, ``encode_off_loop``, else the first one for all),
+            the game's position
             hashes (superko; a hash set, so a check costs the same at move 300
             as at move 3), the paths of the leaves waiting on the network
             (``paths[i, :depths[i] + 1]``: node indices, leaf last), the
@@ -128,7 +130,7 @@ N_PARAMS = 6
 WS_DTYPE = np.dtype(
     [
         ("root", B.BOARD_DTYPE),
-        ("leaf_board", B.BOARD_DTYPE, (MAX_LEAVES,)),  # the position of each waiting leaf (walk, encode_round)
+        ("leaf_board", B.BOARD_DTYPE, (MAX_LEAVES,)),  # the leaves' positions: see leaf_rec
         ("game_table", np.uint64, (TABLE_SLOTS,)),  # the game's positions (superko.py's position set)
         ("paths", np.int32, (MAX_LEAVES, MAX_DEPTH)),
         ("path_hash", np.uint64, (MAX_DEPTH,)),
@@ -139,6 +141,7 @@ WS_DTYPE = np.dtype(
         ("sym_map", np.int16, (8, MAX_ACTIONS)),  # sym_map[k, a]: where action a goes under symmetry k
         ("sym_n", np.int32),  # board size sym_map is for
         ("encoder", np.int32),  # encoders.Encoder.ident of the planes the leaves get
+        ("encode_off_loop", np.int8),  # 1: encode_rounds encodes the leaves (Encoder.off_loop); 0: descend_round
         ("sym_buf", np.uint8, (SYM_BUF,)),
         ("root_node", np.int32),
         ("nodes_used", np.int32),
@@ -246,14 +249,22 @@ def close_idle_root_edges(ws, nodes, edges) -> int:
 
 
 @njit(cache=True)
+def leaf_rec(w, leaf_slot: int):
+    """The board of the leaf in ``leaf_slot`` (see "workspace"): a board
+    per slot only while leaves wait to be encoded after the round, since
+    each board a walk writes is one more for the caches to hold."""
+    return w.leaf_board[leaf_slot if w.encode_off_loop else 0]
+
+
+@njit(cache=True)
 def collect_moves(ws, leaf_slot: int, skip_idle: bool) -> int:
-    """List the simple-legal actions (pass last) of the leaf board of
-    ``leaf_slot`` in ``ws.leaf_moves[leaf_slot]``: the children the leaf
+    """List the simple-legal actions (pass last) of the board of the leaf in
+    ``leaf_slot`` (``leaf_rec``) in ``ws.leaf_moves[leaf_slot]``: the children the leaf
     gets when its priors arrive; with ``skip_idle`` none of
     ``ws.leaf_idle``'s points. Returns how many."""
     w = ws[0]
     moves = w.leaf_moves[leaf_slot]
-    rec = w.leaf_board[leaf_slot]
+    rec = leaf_rec(w, leaf_slot)
     k = B.list_legal_actions(rec, moves)
     if skip_idle:
         idle = w.leaf_idle
