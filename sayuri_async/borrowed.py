@@ -35,6 +35,15 @@ from numba.core import types
 from numba.extending import intrinsic
 
 
+def _without_owner(context, builder, array_type, value):
+    """The array struct ``value`` with null meminfo and parent."""
+    model = context.data_model_manager[array_type]
+    for name in ("meminfo", "parent"):
+        index = model.get_field_position(name)
+        value = builder.insert_value(value, ir.Constant(value.type.elements[index], None), index)
+    return value
+
+
 @intrinsic
 def borrowed(typingctx, arr):
     """``arr`` without its meminfo and parent (see the module docstring)."""
@@ -42,13 +51,7 @@ def borrowed(typingctx, arr):
         return None
 
     def codegen(context, builder, signature, args):
-        value = args[0]
-        model = context.data_model_manager[signature.args[0]]
-        for name in ("meminfo", "parent"):
-            index = model.get_field_position(name)
-            null = ir.Constant(value.type.elements[index], None)
-            value = builder.insert_value(value, null, index)
-        return value
+        return _without_owner(context, builder, signature.args[0], args[0])
 
     return arr(arr), codegen
 
@@ -60,12 +63,8 @@ def borrowed_at(typingctx, like, address):
         return None
 
     def codegen(context, builder, signature, args):
-        value = args[0]
-        model = context.data_model_manager[signature.args[0]]
-        for name in ("meminfo", "parent"):
-            index = model.get_field_position(name)
-            value = builder.insert_value(value, ir.Constant(value.type.elements[index], None), index)
-        index = model.get_field_position("data")
+        value = _without_owner(context, builder, signature.args[0], args[0])
+        index = context.data_model_manager[signature.args[0]].get_field_position("data")
         data = builder.inttoptr(args[1], value.type.elements[index])
         return builder.insert_value(value, data, index)
 
