@@ -287,8 +287,8 @@ class Search:
         in rounds of up to ``leaves_per_await`` descents whose leaves wait on
         the network together (one commit, one await, one compiled call each
         way; with an ``off_loop`` encoder the leaves are encoded by the
-        evaluator, off the event loop, before the batch runs). This loop is the Python side of the hot
-        path: keep it lean."""
+        evaluator, off the event loop, before the batch runs). This loop is
+        the Python side of the hot path: keep it lean."""
         reserve, commit = ev.reserve, ev.commit
         nn_cache = ev.nn_cache
         if nn_cache is None:
