@@ -237,7 +237,7 @@ def test_an_off_loop_encoders_leaves_are_encoded_in_the_worker_thread_as_the_enc
     calls = []
 
     def checked(rounds, planes):
-        leaves = [(slot, ws["leaf_board"][0, :k].copy()) for _, slot, k, ws in rounds]
+        leaves = [(slot, boards[:k].copy()) for _, _, slot, k, _, boards in rounds]
         encode(rounds, planes)
         for slot, boards in leaves:
             for i in range(boards.shape[0]):
@@ -273,12 +273,12 @@ def test_a_search_cancelled_while_its_round_waits_takes_a_fresh_workspace():
             await asyncio.sleep(0.001)
             if bt.counters.queue_depth:
                 break
-        old = s.ws
+        old, old_boards = s.ws, s.boards
         assert bt.counters.queue_depth == 1 and old[0]["leaf_nmoves"][0] == 0  # the root waits, unencoded
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert s.ws is not old
+        assert s.ws is not old and s.boards is not old_boards
         res = await s.run(g, InstantEvaluator(9, planes=43), 40)
         assert res.playouts == 40 and check_tree(s) > 0
         bt.batch_size = 1  # the old batch leaves now

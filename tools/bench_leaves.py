@@ -85,7 +85,7 @@ def capture(a) -> None:
         out = descend(handle, planes, slot, want, forced, cache)
         if recording[0] and out[0] == 1:
             games.append(ids.setdefault(id(handle[0]), len(ids)))
-            leaves.append(w["leaf_board"][0].copy())
+            leaves.append(handle[3][0].copy())  # the leaf's board (search/tree.py, "leaf boards")
             if ready == 0:
                 keep_root.append(len(roots))
                 roots.append(w["root"].copy())

@@ -71,6 +71,7 @@ from .tree import (
     MAX_LEAVES,
     P_EDGES_PER_EXPANSION,
     new_edges,
+    new_leaf_boards,
     new_nodes,
     new_workspace,
     set_root,
@@ -148,11 +149,11 @@ _NO_CACHE = NNCache(0, 1)  # no slots: the compiled search skips it
 def encode_leaf_rounds(rounds: list[tuple], planes: np.ndarray) -> None:
     """An evaluator's preparation of a batch's rows (``evaluator.py``):
     encode the waiting leaves of the searches' ``rounds`` (``(workspace
-    address, slot, leaves, workspace)`` each, as ``Search.playouts``
-    commits them) into ``planes``, in one compiled call that releases the
-    GIL (``puct.encode_rounds``)."""
-    jobs = np.array([r[:3] for r in rounds], dtype=np.int64)  # [R, 3]
-    encode_rounds(rounds[0][3], jobs, planes)
+    address, leaf boards' address, slot, leaves, workspace, leaf boards)``
+    each, as ``Search.playouts`` commits them) into ``planes``, in one
+    compiled call that releases the GIL (``puct.encode_rounds``)."""
+    jobs = np.array([r[:4] for r in rounds], dtype=np.int64)  # [R, 4]
+    encode_rounds(rounds[0][4], rounds[0][5][:1], jobs, planes)
 
 
 class Search:
@@ -160,7 +161,8 @@ class Search:
         self.cfg = config
         self.rng = rng or np.random.default_rng()
         self._encoder = get_encoder(encoder)
-        self.ws = self._new_workspace()
+        self._leaves = int(config.leaves_per_await)
+        self.ws, self.boards = self._new_workspace()
         sizes = size_pools(config.edge_capacity, config.search_edges, config.node_records, config.tree_memory_mb)
         self.edges = new_edges(sizes.edges)
         self.nodes = new_nodes(sizes.node_records)
@@ -170,7 +172,6 @@ class Search:
         self.budget_bytes = sizes.budget_bytes
         self.prunes = 0  # times the budget made the pools drop subtrees
         self._actions = np.zeros(tree.MAX_ACTIONS, dtype=np.int16)
-        self._leaves = int(config.leaves_per_await)
         self._root_key: tuple | None = None
         self._root_ko = 0  # the root position's ko point (a board point; 0: none)
         self._restricted = False  # restrict_root banned root moves: sync drops the tree
@@ -179,7 +180,6 @@ class Search:
         self._pass: np.ndarray | None = None
         self._sym_n = 0  # board size of the workspace's symmetry maps
         self._round_edges = self._leaves * tree.MAX_ACTIONS  # edges one round may add (set by sync)
-        self._ws_address = self.ws.ctypes.data
         tree_reset(self.ws, self.nodes)
 
     # ---- game synchronisation -------------------------------------------
@@ -298,7 +298,8 @@ class Search:
         k_max = self._leaves
         budget = self.budget_bytes
         handle = self.tree_handle()
-        ws, address = self.ws, self._ws_address
+        ws, boards = self.ws, self.boards
+        address, boards_address = ws.ctypes.data, boards.ctypes.data
         off_loop = self._encoder.off_loop
         done = requests = hits_total = 0
         try:
@@ -317,7 +318,8 @@ class Search:
                         break  # nothing to descend into (every move pruned)
                     continue
                 try:
-                    out = await commit(leaves, prepare=(encode_leaf_rounds, (address, slot, leaves, ws))
+                    out = await commit(leaves, prepare=(encode_leaf_rounds,
+                                                        (address, boards_address, slot, leaves, ws, boards))
                                        if off_loop else None)
                 except asyncio.CancelledError:
                     self._abandon_workspace()
@@ -334,28 +336,30 @@ class Search:
                 counters.cache_hits += hits_total
         return done
 
-    def _new_workspace(self) -> np.ndarray:
+    def _new_workspace(self) -> tuple[np.ndarray, np.ndarray]:
+        """A workspace for this search's settings and its leaf boards
+        (``tree.py``, "leaf boards")."""
         ws = new_workspace()
         ws[0]["params"] = self.cfg.params()
         ws[0]["encoder"] = self._encoder.ident
         ws[0]["encode_off_loop"] = self._encoder.off_loop
-        return ws
+        return ws, new_leaf_boards(self._leaves if self._encoder.off_loop else 1)
 
     def _abandon_workspace(self) -> None:
         """The await of a round was cancelled: its leaves may still be
         encoded into the workspace, in the evaluator's thread, at any time
         (the batch they are in still leaves). The search takes a fresh
-        workspace and tree; the old one stays with that batch's round."""
-        self.ws = self._new_workspace()
-        self._ws_address = self.ws.ctypes.data
+        workspace, leaf boards and tree; the old ones stay with that
+        batch's round."""
+        self.ws, self.boards = self._new_workspace()
         self._sym_n = 0
         self.reset()
 
     def tree_handle(self) -> tuple:
-        """The compiled round's tree handle ``(ws, nodes, edges)``
+        """The compiled round's tree handle ``(ws, nodes, edges, boards)``
         (``puct.py``, "handles"); ``make_room`` may replace the pools, so
         take it again after that."""
-        return self.ws, self.nodes, self.edges
+        return self.ws, self.nodes, self.edges, self.boards
 
     def make_room(self) -> None:
         """With a memory budget: pools with one round's edges and records

@@ -56,9 +56,10 @@ round       what one search does between two awaits: up to
 handles     the round's arguments grouped as plain tuples (numba types a
             plain tuple of arrays as fast as separate arguments; a
             namedtuple costs about 2 us more per call to dispatch):
-            ``tree = (ws, nodes, edges)`` (``Search.tree_handle``: the workspace
-            and the pools of ``tree.py``), ``cache = NNCache.arrays`` (keys
-            ``[S]``, policy ``[S, A]``, wdl ``[S, 3]``, score ``[S]``) and
+            ``tree = (ws, nodes, edges, boards)`` (``Search.tree_handle``:
+            the workspace, the pools and the leaf boards of ``tree.py``),
+            ``cache = NNCache.arrays`` (keys ``[S]``, policy ``[S, A]``,
+            wdl ``[S, 3]``, score ``[S]``) and
             ``answers = (policy [B, A], wdl [B, 3], score [B])``, a batch's
             network outputs by slot. Both rounds borrow their arrays
             (``borrowed.py``): below them no view of the tree, the planes,
@@ -88,6 +89,7 @@ from .superko import repeats_position
 from .tree import (PENDING, P_C_BASE, P_C_INIT, P_FPU_REDUCTION, P_FPU_ROOT, P_RANDOM_SYMMETRY, TAIL,
                    add_virtual_loss, backup, collect_moves, finish, leaf_rec, new_node)
 
+BOARD_BYTES = B.BOARD_DTYPE.itemsize  # a leaf board's size: the stride of a search's leaf boards
 WALK_LEAF = 0  # walk's outcome: a leaf for the network (or a node to widen)
 WALK_END = 1  # walk's outcome: the playout ended the game
 WALK_COLLISION = 2  # walk's outcome: it met a leaf already waiting on the network
@@ -192,9 +194,9 @@ def encode_leaf(w, rec, out, depth: int) -> int:
 
 
 @njit(cache=True)
-def walk(ws, nodes, edges, forced: int, leaf_slot: int) -> int:
+def walk(ws, nodes, edges, boards, forced: int, leaf_slot: int) -> int:
     """One playout's way down from the root, on the board of the leaf in
-    ``leaf_slot`` (``tree.leaf_rec``). ``forced``
+    ``leaf_slot`` (``tree.leaf_rec(boards, leaf_slot)``). ``forced``
     >= 0 is the root child to take (its place among the root's edges). The
     path (node records) is kept in ``ws.paths[leaf_slot]``, its length in
     ``ws.depths[leaf_slot]``. Returns WALK_COLLISION when it met a pending
@@ -206,7 +208,7 @@ def walk(ws, nodes, edges, forced: int, leaf_slot: int) -> int:
     w = ws[0]
     path = w.paths[leaf_slot]
     while True:
-        rec = leaf_rec(w, leaf_slot)
+        rec = leaf_rec(boards, leaf_slot)
         B.copy_board(rec, w.root)
         node = w.root_node
         depth = 0
@@ -269,9 +271,9 @@ def walk(ws, nodes, edges, forced: int, leaf_slot: int) -> int:
 
 
 @njit(cache=True)
-def hold_leaf(ws, nodes, leaf_slot: int) -> np.uint64:
-    """Make the leaf that ``walk`` reached in ``leaf_slot`` wait on the
-    network: mark it PENDING, put a virtual loss on its path, note whether
+def hold_leaf(ws, nodes, rec, leaf_slot: int) -> np.uint64:
+    """Make the leaf that ``walk`` reached in ``leaf_slot`` (its board
+    ``rec``) wait on the network: mark it PENDING, put a virtual loss on its path, note whether
     its moves are to be collected (a node to expand or widen) and draw its
     symmetry (``random_symmetry``). Returns its (odd) cache key, symmetry
     included; ``encode_waiting_leaf`` encodes it, ``tree.finish``
@@ -282,7 +284,7 @@ def hold_leaf(ws, nodes, leaf_slot: int) -> np.uint64:
     nodes[node].state = PENDING
     add_virtual_loss(ws, nodes, leaf_slot)
     w.leaf_collect[leaf_slot] = 1 if nodes[node].nchild == 0 or w.leaf_widen[leaf_slot] else 0
-    key = cache_key(leaf_rec(w, leaf_slot))
+    key = cache_key(rec)
     sym = 0
     if w.params[P_RANDOM_SYMMETRY] > 0.0:
         sym = np.random.randint(0, 8)
@@ -294,14 +296,14 @@ def hold_leaf(ws, nodes, leaf_slot: int) -> np.uint64:
 
 
 @njit(cache=True)
-def encode_waiting_leaf(ws, planes, row: int, leaf_slot: int) -> None:
-    """Encode the leaf waiting in ``leaf_slot`` (``hold_leaf``) into
-    ``planes[row]`` (encoder ``ws.encoder``, in the leaf's symmetry) and
-    collect its moves when it needs them."""
+def encode_waiting_leaf(ws, rec, planes, row: int, leaf_slot: int) -> None:
+    """Encode the leaf waiting in ``leaf_slot`` (``hold_leaf``; its board
+    ``rec``) into ``planes[row]`` (encoder ``ws.encoder``, in the leaf's
+    symmetry) and collect its moves when it needs them."""
     w = ws[0]
-    idle = encode_leaf(w, leaf_rec(w, leaf_slot), planes[row], w.depths[leaf_slot])
+    idle = encode_leaf(w, rec, planes[row], w.depths[leaf_slot])
     if w.leaf_collect[leaf_slot]:
-        collect_moves(ws, leaf_slot, idle > 0)
+        collect_moves(ws, rec, leaf_slot, idle > 0)
     sym = w.leaf_sym[leaf_slot]
     if sym != 0:
         permute_planes(planes[row], w.sym_map[sym], w.sym_buf)
@@ -318,7 +320,7 @@ def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
     ``(leaves, completed, hits)``: leaves waiting on the network, playouts
     already finished (ends of the game and cache hits) and, of those,
     cache hits."""
-    ws, nodes, edges = borrowed(tree[0]), borrowed(tree[1]), borrowed(tree[2])
+    ws, nodes, edges, boards = borrowed(tree[0]), borrowed(tree[1]), borrowed(tree[2]), borrowed(tree[3])
     planes = borrowed(planes)
     keys, c_policy, c_wdl = borrowed(cache[0]), borrowed(cache[1]), borrowed(cache[2])
     leaves = 0
@@ -326,17 +328,18 @@ def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
     hits = 0
     off_loop = ws[0].encode_off_loop != 0
     for _ in range(want):
-        outcome = walk(ws, nodes, edges, forced, leaves)
+        outcome = walk(ws, nodes, edges, boards, forced, leaves)
         if outcome == WALK_COLLISION:
             break
         if outcome == WALK_END:
-            backup(ws, nodes, leaves, area_outcome(leaf_rec(ws[0], leaves)), False)
+            backup(ws, nodes, leaves, area_outcome(leaf_rec(boards, leaves)), False)
             completed += 1
             continue
-        key = hold_leaf(ws, nodes, leaves)
+        rec = leaf_rec(boards, leaves)
+        key = hold_leaf(ws, nodes, rec, leaves)
         j = cache_lookup(keys, key)
         if j >= 0 or not off_loop:
-            encode_waiting_leaf(ws, planes, slot + leaves, leaves)  # a hit needs its moves; its row is the next leaf's
+            encode_waiting_leaf(ws, rec, planes, slot + leaves, leaves)  # a hit needs its moves; its row is the next leaf's
         if j >= 0:
             finish(ws, nodes, edges, leaves, c_policy, c_wdl, j)
             completed += 1
@@ -347,21 +350,24 @@ def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
 
 
 @njit(cache=True, nogil=True)
-def encode_rounds(like, rounds, planes) -> None:
+def encode_rounds(like_ws, like_board, rounds, planes) -> None:
     """Encode the waiting leaves of several searches' rounds
     (``descend_round``) into ``planes`` and collect their moves: round
-    ``j`` is ``rounds[j] = (address, slot, leaves)`` [R, 3] int64, the
-    address of its search's workspace (``ndarray.ctypes.data``; ``like``
-    is any workspace, ``borrowed_at``) and its rows ``slot .. slot +
-    leaves - 1``. One call for a whole batch: the evaluator runs it in a
-    thread of its own, the GIL released, while the searches wait for
-    their answers (``mcts.encode_leaf_rounds``)."""
+    ``j`` is ``rounds[j] = (workspace, boards, slot, leaves)`` [R, 4]
+    int64: the addresses (``ndarray.ctypes.data``) of its search's
+    workspace and leaf boards, reached through ``borrowed_at`` with
+    ``like_ws`` (any workspace) and ``like_board`` (any ``[1]`` board
+    array), and its rows ``slot .. slot + leaves - 1``. One call for a
+    whole batch: the evaluator runs it in a thread of its own, the GIL
+    released, while the searches wait for their answers
+    (``mcts.encode_leaf_rounds``)."""
     planes = borrowed(planes)
     for j in range(rounds.shape[0]):
-        ws = borrowed_at(like, rounds[j, 0])
-        slot = rounds[j, 1]
-        for i in range(rounds[j, 2]):
-            encode_waiting_leaf(ws, planes, slot + i, i)
+        ws = borrowed_at(like_ws, rounds[j, 0])
+        slot = rounds[j, 2]
+        for i in range(rounds[j, 3]):
+            rec = borrowed_at(like_board, rounds[j, 1] + i * BOARD_BYTES)[0]
+            encode_waiting_leaf(ws, rec, planes, slot + i, i)
 
 
 @njit(cache=True, nogil=True)

@@ -42,16 +42,18 @@ capacities  ``pools.py`` sizes the pools, grows them under a memory budget
             search; ``set_root`` starts afresh when either pool lacks the
             room of the next search.
 workspace   ``[1]`` record of WS_DTYPE per game: the root position, the
-            leaf boards (``leaf_rec(w, i)``: the board the walk to waiting
-            leaf ``i`` replayed from the root, kept until that leaf is
-            encoded; one per leaf slot when the leaves are encoded after
-            the round, ``encode_off_loop``, else the first one for all),
-            the game's position
+            game's position
             hashes (superko; a hash set, so a check costs the same at move 300
             as at move 3), the paths of the leaves waiting on the network
             (``paths[i, :depths[i] + 1]``: node indices, leaf last), the
             search parameters and the tree's bookkeeping (root node, pool
             use).
+leaf boards ``[k]`` records of BOARD_DTYPE per game (``new_leaf_boards``):
+            ``leaf_rec(boards, i)`` is the board the walk to waiting leaf
+            ``i`` replayed from the root, kept until that leaf is encoded.
+            One per leaf slot where the leaves are encoded after the round
+            (``ws.encode_off_loop``), else one for all: each board a walk
+            writes is 12.5 KB more for the processor's caches to hold.
 pending     a leaf's legal moves are listed in the workspace when it is
             encoded (``collect_moves``, from its leaf board); until the network
             answers it is PENDING and another descent that meets it stops (a
@@ -130,7 +132,6 @@ N_PARAMS = 6
 WS_DTYPE = np.dtype(
     [
         ("root", B.BOARD_DTYPE),
-        ("leaf_board", B.BOARD_DTYPE, (MAX_LEAVES,)),  # the leaves' positions: see leaf_rec
         ("game_table", np.uint64, (TABLE_SLOTS,)),  # the game's positions (superko.py's position set)
         ("paths", np.int32, (MAX_LEAVES, MAX_DEPTH)),
         ("path_hash", np.uint64, (MAX_DEPTH,)),
@@ -248,23 +249,24 @@ def close_idle_root_edges(ws, nodes, edges) -> int:
     return closed
 
 
-@njit(cache=True)
-def leaf_rec(w, leaf_slot: int):
-    """The board of the leaf in ``leaf_slot`` (see "workspace"): a board
-    per slot only while leaves wait to be encoded after the round, since
-    each board a walk writes is one more for the caches to hold."""
-    return w.leaf_board[leaf_slot if w.encode_off_loop else 0]
+def new_leaf_boards(count: int) -> np.ndarray:
+    return np.zeros(count, dtype=B.BOARD_DTYPE)
 
 
 @njit(cache=True)
-def collect_moves(ws, leaf_slot: int, skip_idle: bool) -> int:
-    """List the simple-legal actions (pass last) of the board of the leaf in
-    ``leaf_slot`` (``leaf_rec``) in ``ws.leaf_moves[leaf_slot]``: the children the leaf
-    gets when its priors arrive; with ``skip_idle`` none of
-    ``ws.leaf_idle``'s points. Returns how many."""
+def leaf_rec(boards, leaf_slot: int):
+    """The board of the leaf in ``leaf_slot`` (see "leaf boards")."""
+    return boards[min(leaf_slot, boards.shape[0] - 1)]
+
+
+@njit(cache=True)
+def collect_moves(ws, rec, leaf_slot: int, skip_idle: bool) -> int:
+    """List the simple-legal actions (pass last) of ``rec``, the board of
+    the leaf in ``leaf_slot``, in ``ws.leaf_moves[leaf_slot]``: the
+    children the leaf gets when its priors arrive; with ``skip_idle`` none
+    of ``ws.leaf_idle``'s points. Returns how many."""
     w = ws[0]
     moves = w.leaf_moves[leaf_slot]
-    rec = leaf_rec(w, leaf_slot)
     k = B.list_legal_actions(rec, moves)
     if skip_idle:
         idle = w.leaf_idle
