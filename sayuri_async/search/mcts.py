@@ -162,7 +162,7 @@ class Search:
         self.rng = rng or np.random.default_rng()
         self._encoder = get_encoder(encoder)
         self._leaves = int(config.leaves_per_await)
-        self.ws, self.boards = self._new_workspace()
+        self._set_workspace(*self._new_workspace())
         sizes = size_pools(config.edge_capacity, config.search_edges, config.node_records, config.tree_memory_mb)
         self.edges = new_edges(sizes.edges)
         self.nodes = new_nodes(sizes.node_records)
@@ -299,7 +299,7 @@ class Search:
         budget = self.budget_bytes
         handle = self.tree_handle()
         ws, boards = self.ws, self.boards
-        address, boards_address = ws.ctypes.data, boards.ctypes.data
+        address, boards_address = self._addresses
         off_loop = self._encoder.off_loop
         done = requests = hits_total = 0
         try:
@@ -345,13 +345,17 @@ class Search:
         ws[0]["encode_off_loop"] = self._encoder.off_loop
         return ws, new_leaf_boards(self._leaves if self._encoder.off_loop else 1)
 
+    def _set_workspace(self, ws: np.ndarray, boards: np.ndarray) -> None:
+        self.ws, self.boards = ws, boards
+        self._addresses = (ws.ctypes.data, boards.ctypes.data)  # (ctypes.data costs a microsecond)
+
     def _abandon_workspace(self) -> None:
         """The await of a round was cancelled: its leaves may still be
         encoded into the workspace, in the evaluator's thread, at any time
         (the batch they are in still leaves). The search takes a fresh
         workspace, leaf boards and tree; the old ones stay with that
         batch's round."""
-        self.ws, self.boards = self._new_workspace()
+        self._set_workspace(*self._new_workspace())
         self._sym_n = 0
         self.reset()
 
