@@ -273,9 +273,9 @@ def walk(ws, nodes, edges, boards, forced: int, leaf_slot: int) -> int:
 @njit(cache=True)
 def hold_leaf(ws, nodes, rec, leaf_slot: int) -> np.uint64:
     """Make the leaf that ``walk`` reached in ``leaf_slot`` (its board
-    ``rec``) wait on the network: mark it PENDING, put a virtual loss on its path, note whether
-    its moves are to be collected (a node to expand or widen) and draw its
-    symmetry (``random_symmetry``). Returns its (odd) cache key, symmetry
+    ``rec``) wait on the network: mark it PENDING, put a virtual loss on
+    its path, note whether its moves are to be collected (a node to
+    expand or widen) and draw its symmetry (``random_symmetry``). Returns its (odd) cache key, symmetry
     included; ``encode_waiting_leaf`` encodes it, ``tree.finish``
     completes the playout."""
     w = ws[0]
