@@ -53,14 +53,17 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import math
 import shlex
 import shutil
 import sys
 import time
+import zlib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .configfile import Bad, CommandLine, ConfigError, at_least, check_tables, fill, read_toml, within
+from .configfile import Bad, CommandLine, ConfigError, at_least, check_tables, fill, read_toml, require, within
+from .gating import GateRule
 from .fileio import atomic_path, clean_stale_temps, run_stamp
 from .killpoint import kill_point
 from .loop_stats import ANCHOR_COMMAND, CURVE_COLUMNS, anchor_figures, curve_rows, generation_game_stats, plot_curves
@@ -79,17 +82,45 @@ class LoopConfig:
     eval_games: int = 20
     eval_playouts: int = 64
     gating: bool = False
+    gating_rule: str = "win_rate"  # "win_rate" or "sprt" (gating.py)
     gating_win_rate: float = 0.55
+    sprt_elo0: float = 0.0
+    sprt_elo1: float = 35.0
+    sprt_alpha: float = 0.05
+    sprt_beta: float = 0.10
+    eval_round_games: int = 20  # SPRT: games between two looks at the test
     device: str = "cpu"
     anchor_games: int = 0  # games against the anchor per generation (0: none)
     anchor_command: str = ANCHOR_COMMAND  # the anchor: a GTP engine command line
     anchor_playouts: int = 0  # our playouts a move against it (0: eval_playouts)
+    samples_per_position: float = 0.0  # training samples per new position (0: steps_per_generation steps)
+    holdout_fraction: float = 0.0  # share of each generation's chunks kept out of training for value quality
 
     def __post_init__(self) -> None:
         """Range checks (see ``configfile``): ``Bad`` naming the key."""
         at_least(self, 1, "games_per_generation", "steps_per_generation", "eval_playouts")
         at_least(self, 0, "eval_games", "generations", "anchor_games", "anchor_playouts")
         within(self, "[0, 1]", "gating_win_rate")
+        within(self, "[0, 1000]", "samples_per_position")
+        within(self, "[0, 0.5]", "holdout_fraction")
+        require(self.gating_rule in ("win_rate", "sprt"), "gating_rule", 'must be "win_rate" or "sprt"')
+        within(self, "(0, 0.5)", "sprt_alpha", "sprt_beta")
+        within(self, "[-1000, 1000]", "sprt_elo0", "sprt_elo1")
+        require(self.sprt_elo0 < self.sprt_elo1, "sprt_elo1", f"must be above sprt_elo0 ({self.sprt_elo0:g})")
+        at_least(self, 2, "eval_round_games")
+        require(self.eval_round_games % 2 == 0, "eval_round_games", "must be even (colours alternate in pairs)")
+        within(self, "[0, 100000]", "games_per_generation", "steps_per_generation", "eval_games", "anchor_games",
+               "eval_round_games")
+        within(self, "[0, 1000000]", "eval_playouts", "anchor_playouts", "generations")
+
+    def gate_rule(self) -> GateRule:
+        """The promotion rule these settings describe (``gating.py``);
+        ``eval_games`` is its most games."""
+        mode = self.gating_rule if self.gating else "none"
+        return GateRule(mode=mode, elo0=self.sprt_elo0, elo1=self.sprt_elo1, alpha=self.sprt_alpha,
+                        beta=self.sprt_beta, win_rate=self.gating_win_rate,
+                        round_games=self.eval_round_games if mode == "sprt" else max(self.eval_games, 2),
+                        max_games=self.eval_games)
 
 
 @dataclass
@@ -99,13 +130,14 @@ class LoopState:
     best: str = "random"  # weights path relative to the workspace, or "random"
     best_generation: int = 0
     train_start_step: int = 0
+    train_target: int = 0  # the step this generation trains to (0: generation * steps_per_generation)
     summaries: list[dict] = field(default_factory=list)
 
 
 class Workspace:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        for sub in ("weights", "data", "sgf", "checkpoints", "logs", "matches"):
+        for sub in ("weights", "data", "holdout", "sgf", "checkpoints", "logs", "matches"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 
     @property
@@ -149,11 +181,12 @@ class Workspace:
         return (self.root / "STOP").exists()
 
     def games_in_generation(self, gen: int) -> tuple[int, int]:
-        """(games, positions) already in whole chunks of generation ``gen``."""
+        """(games, positions) already in whole chunks of generation ``gen``,
+        held-out chunks included."""
         from .chunkfile import ChunkError, generation_glob, peek_chunk
 
         games = positions = 0
-        for path in (self.root / "data").glob(generation_glob(gen)):
+        for path in [*(self.root / "data").glob(generation_glob(gen)), *self.holdout_chunks(gen)]:
             try:
                 count, meta = peek_chunk(path)  # sizes checked, nothing decompressed
                 games += int(meta["games"])
@@ -161,6 +194,51 @@ class Workspace:
             except (ChunkError, OSError, ValueError, KeyError, TypeError):
                 continue  # a damaged chunk is the trainer's to skip, not a game to count
         return games, positions
+
+    def holdout_chunks(self, gen: int) -> list[Path]:
+        """Generation ``gen``'s held-out chunks (sorted by name)."""
+        from .chunkfile import generation_glob
+
+        return sorted((self.root / "holdout").glob(generation_glob(gen)))
+
+    def hold_out(self, gen: int, fraction: float) -> int:
+        """Move the share ``fraction`` of generation ``gen``'s chunks from
+        data/ to holdout/, chosen by a hash of each chunk's name (the same
+        chunks whenever it runs, so a kill between two moves is harmless);
+        returns how many it moved."""
+        from .chunkfile import generation_glob
+
+        moved = 0
+        for path in sorted((self.root / "data").glob(generation_glob(gen))):
+            if held_out(path.name, fraction):
+                path.replace(self.root / "holdout" / path.name)
+                moved += 1
+        return moved
+
+
+def whole_positions(path: Path) -> int:
+    """Positions in a chunk, from its header (0 for a damaged one: the
+    trainer skips it too)."""
+    from .chunkfile import ChunkError, peek_positions
+
+    try:
+        return peek_positions(path)
+    except (ChunkError, OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+def reuse_figures(new_positions: int, steps: int, batch: int) -> dict:
+    """The data figures of a generation: ``reuse``, training samples per
+    new position, and ``new_positions_per_step``."""
+    return {"new_positions": new_positions, "planned_steps": steps,
+            "reuse": round(steps * batch / new_positions, 2) if new_positions else None,
+            "new_positions_per_step": round(new_positions / steps, 1) if steps else None}
+
+
+def held_out(name: str, fraction: float) -> bool:
+    """Whether the chunk ``name`` belongs to the held-out share ``fraction``
+    (a stable hash of the name, not Python's salted ``hash``)."""
+    return zlib.crc32(name.encode()) % 10_000 < round(fraction * 10_000)
 
 
 def load_loop_config(path: str):
@@ -172,6 +250,9 @@ def load_loop_config(path: str):
 
     raw = read_toml(path)
     check_tables(raw, ["loop", "selfplay", "search", *TRAIN_SECTIONS], str(path))
+    if "loop" not in raw:
+        raise ConfigError(f"{path}: no [loop] section: not a loop config (configs/loop-9x9.toml is one; a "
+                          "training config goes to `sayuri-async train --config`)")
     loop_cfg = fill(LoopConfig, raw.get("loop", {}), str(path), "loop")
     sp = dict(raw.get("selfplay", {}))
     if "search" in raw:
@@ -259,7 +340,7 @@ class Loop:
         from .train.trainer import train
 
         cfg = self.train_cfg
-        target = st.generation * self.cfg.steps_per_generation
+        target = st.train_target or st.generation * self.cfg.steps_per_generation
         ck = Path(self.ws.root / "checkpoints")
         cfg.data.dir = str(self.ws.root / "data")
         cfg.run.out = str(ck)
@@ -279,13 +360,36 @@ class Loop:
         dest = self.ws.weights(st.generation)
         with atomic_path(dest) as tmp:
             shutil.copyfile(result.export, tmp)
-        return {"steps": result.steps, "samples": result.samples, **{f"loss_{k}": round(v, 4)
-                                                                    for k, v in result.losses.items()}}
+        return {"steps": result.steps, "samples": result.samples, "window_positions": self.window_positions(),
+                **{f"loss_{k}": round(v, 4) for k, v in result.losses.items()}}
 
-    def evaluate(self, st: LoopState) -> dict:
-        from .match import NetPlayer, run_match
+    def window_positions(self) -> int:
+        """Positions in the replay window the trainer's rule picks now."""
+        from .train.dataset import list_chunks, window_size
+
+        d = self.train_cfg.data
+        chunks, _ = list_chunks(self.ws.root / "data", d.board_size)
+        total = sum(c.positions for c in chunks)
+        return min(total, window_size(total, d.window_min_positions, d.window_max_positions,
+                                      d.window_expand_per_position, d.window_taper_exponent))
+
+    def train_steps(self, new_positions: int) -> int:
+        """Training steps for a generation that brought ``new_positions``
+        (not held out): ``samples_per_position`` samples for each, or the
+        fixed ``steps_per_generation``."""
+        if self.cfg.samples_per_position <= 0:
+            return self.cfg.steps_per_generation
+        return max(1, math.ceil(new_positions * self.cfg.samples_per_position / self.train_cfg.optim.batch_size))
+
+    def evaluate(self, st: LoopState, summary: dict) -> dict:
+        """Play the candidate against the best in rounds until the gate
+        rule decides (``gating.py``); each round's tally is saved in the
+        state, so a killed evaluation resumes at its last whole round.
+        Returns the match record ({} without evaluation games)."""
+        from .match import MatchResult, NetPlayer, run_match
         from .net.factory import make_backend
 
+        rule = self.cfg.gate_rule()
         if self.cfg.eval_games == 0:
             return {}
         cand_path = self.ws.weights(st.generation)
@@ -300,15 +404,62 @@ class Loop:
 
         cand = player(str(cand_path), f"gen{st.generation}")
         best = player(best_path, f"gen{st.best_generation}" if best_path else "random")
-        sgf_dir = self.ws.root / "matches" / f"gen-{st.generation:06d}"
-        if sgf_dir.is_dir() and any(sgf_dir.iterdir()):  # a killed evaluation's games stay; this one's go beside
-            sgf_dir = sgf_dir.with_name(f"{sgf_dir.name}-{run_stamp()}")
-        sgf_dir.mkdir(parents=True, exist_ok=True)
-        self.say(f"generation {st.generation}: {self.cfg.eval_games} games {cand.name} vs {best.name}")
-        res = asyncio.run(run_match(cand, best, self.cfg.eval_games, size, self.sp_cfg.komi, 8, sgf_dir))
-        lo, hi = res.wilson()
-        return {"opponent": best.name, "wins": res.wins, "losses": res.losses, "draws": res.draws,
-                "win_rate": round(res.win_rate, 3), "ci": [round(lo, 3), round(hi, 3)]}
+        rec = dict(summary.get("match") or {})
+        if rec.get("opponent") != best.name:
+            rec = {}
+        tally = MatchResult(cand.name, best.name, rec.get("wins", 0), rec.get("losses", 0), rec.get("draws", 0))
+        rounds = rec.get("rounds", 0)
+        decision = rule.decide(tally.wins, tally.draws, tally.losses) if tally.games else "play"
+        self.say(f"generation {st.generation}: {cand.name} vs {best.name}, gate: {rule.describe()}"
+                 + (f" (resuming after {tally.games} games)" if tally.games else ""))
+        while decision == "play" and not self._stopping():
+            games = rule.next_round(tally.games)
+            sgf_dir = self.ws.root / "matches" / (f"gen-{st.generation:06d}" if rounds == 0
+                                                  else f"gen-{st.generation:06d}-round{rounds + 1:03d}")
+            if sgf_dir.is_dir() and any(sgf_dir.iterdir()):  # a killed round's games stay; this one's go beside
+                sgf_dir = sgf_dir.with_name(f"{sgf_dir.name}-{run_stamp()}")
+            sgf_dir.mkdir(parents=True, exist_ok=True)
+            res = asyncio.run(run_match(cand, best, games, size, self.sp_cfg.komi, 8, sgf_dir,
+                                        seed=st.generation * 1000 + rounds))
+            tally.wins, tally.losses, tally.draws = (tally.wins + res.wins, tally.losses + res.losses,
+                                                     tally.draws + res.draws)
+            rounds += 1
+            decision = rule.decide(tally.wins, tally.draws, tally.losses)
+            summary["match"] = self.match_record(tally, rule, rounds, decision)
+            self.ws.save_state(st)
+            self.say(f"generation {st.generation}: {tally.wins}-{tally.losses}-{tally.draws} after {tally.games} "
+                     f"games, llr {summary['match']['llr']:+.2f} ({decision})")
+        return self.match_record(tally, rule, rounds, decision)
+
+    @staticmethod
+    def match_record(tally, rule: GateRule, rounds: int, decision: str) -> dict:
+        """The evaluation's figures as the state keeps them."""
+        from .gating import sprt_llr
+
+        lo, hi = tally.wilson()
+        return {"opponent": tally.b, "wins": tally.wins, "losses": tally.losses, "draws": tally.draws,
+                "win_rate": round(tally.win_rate, 3), "ci": [round(lo, 3), round(hi, 3)], "rounds": rounds,
+                "llr": round(sprt_llr(tally.wins, tally.draws, tally.losses, rule.elo0, rule.elo1), 3),
+                "rule": rule.mode, "decision": decision}
+
+    def value_quality(self, st: LoopState) -> dict:
+        """The value head's squared error on the generation's held-out
+        positions, for the candidate and the best, beside answering 0
+        (``value_quality.py``); {} without held-out chunks."""
+        from .value_quality import load_positions, net_figures
+
+        if not self.ws.holdout_chunks(st.generation):
+            return {}
+        pos, _ = load_positions(self.ws.root / "holdout", st.generation, 20_000)
+        cand = net_figures(str(self.ws.weights(st.generation)), pos)
+        out = {"holdout_positions": int(len(pos["z"])), "value_baseline_mse": cand["baseline_mse"],
+               "value_mse": cand["value_mse"], "value_corr": cand["value_corr"], "policy_ce": cand["policy_ce"]}
+        if st.best != "random":
+            best = net_figures(str(self.ws.root / st.best), pos)
+            out.update(value_mse_best=best["value_mse"], policy_ce_best=best["policy_ce"])
+        self.say(f"generation {st.generation}: value mse {out['value_mse']} on {out['holdout_positions']} held-out "
+                 f"positions (best {out.get('value_mse_best', '-')}, answering 0 {out['value_baseline_mse']})")
+        return out
 
     def anchor(self, st: LoopState) -> dict:
         """``anchor_games`` games of the new network against the anchor
@@ -393,11 +544,17 @@ class Loop:
                 if not self.selfplay(st):
                     self.say("self-play stopped before the generation's games were done")
                     return 0
+                if self.cfg.holdout_fraction > 0:
+                    self.ws.hold_out(st.generation, self.cfg.holdout_fraction)
                 games, positions = self.ws.games_in_generation(st.generation)
                 stats = generation_game_stats(self.ws.root / "data", st.generation)
-                summary.update(games=games, positions=positions,
-                               **{k: v for k, v in stats.items() if k != "games"})
+                held = sum(whole_positions(p) for p in self.ws.holdout_chunks(st.generation))
                 st.train_start_step = last_checkpoint_step(self.ws.root / "checkpoints", self.warn) or 0
+                steps = self.train_steps(positions - held)
+                st.train_target = st.train_start_step + steps
+                summary.update(games=games, positions=positions, holdout_positions=held,
+                               **{k: v for k, v in stats.items() if k != "games"},
+                               **reuse_figures(positions - held, steps, self.train_cfg.optim.batch_size))
                 st.phase = "train"
                 self.ws.save_state(st)
             if st.phase == "train":
@@ -410,15 +567,20 @@ class Loop:
             if st.phase == "eval":
                 if self._stopping():
                     continue
-                ev = self.evaluate(st)
+                if "value_mse" not in summary:
+                    summary.update(self.value_quality(st))
+                ev = self.evaluate(st, summary)
+                if self._stopping():
+                    continue
                 summary["match"] = ev
                 summary.update(self.anchor(st))
                 kill_point("loop-evaluated")  # the match is played, the promotion not recorded
-                promote = not self.cfg.gating or not ev or ev["win_rate"] >= self.cfg.gating_win_rate
+                promote = not ev or ev["decision"] == "promote"
                 summary["promoted"] = promote
                 if promote:
                     st.best = str(self.ws.weights(st.generation).relative_to(self.ws.root))
                     st.best_generation = st.generation
+                summary["best_generation"] = st.best_generation
                 st.generation += 1
                 st.phase = "selfplay"
                 self.ws.save_state(st)
@@ -429,18 +591,19 @@ class Loop:
     def write_summary(self, st: LoopState) -> None:
         from rich.table import Table
 
-        cols = ["generation", "games", "positions", "game_length", "steps", "loss_policy", "loss_wdl", "match",
-                "anchor", "resign FP", "promoted"]
+        cols = ["generation", "games", "positions", "reuse", "game_length", "steps", "loss_policy", "loss_wdl",
+                "value_mse", "match", "anchor", "resign FP", "promoted"]
         t = Table(title="generations")
         for c in cols:
             t.add_column(c, justify="right")
         for s in st.summaries:
             m = s.get("match") or {}
-            match = f"{m['wins']}-{m['losses']}-{m['draws']} vs {m['opponent']} ({m['win_rate']:.0%})" if m else ""
+            match = (f"{m['wins']}-{m['losses']}-{m['draws']} vs {m['opponent']} ({m['win_rate']:.0%}"
+                     + (f", llr {m['llr']:+.2f}" if m.get("rule") == "sprt" else "") + ")") if m else ""
             anchor = (f"{s['anchor_win_rate']:.0%} of {s['anchor_games']}, Elo {s['anchor_elo']}"
                       if s.get("anchor_games") else "")
             fp = f"{s['resign_false_positives']}/{s['resign_checked']}" if s.get("resign_checked") else ""
-            t.add_row(*[str(s.get(c, "")) for c in cols[:7]], match, anchor, fp, str(s.get("promoted", "")))
+            t.add_row(*[str(s.get(c, "")) for c in cols[:9]], match, anchor, fp, str(s.get("promoted", "")))
         wide_console().print(t)
         csv_path = self.ws.root / "logs" / "generations.csv"
         with atomic_path(csv_path) as tmp:

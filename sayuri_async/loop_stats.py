@@ -25,6 +25,17 @@ anchor           a fixed opponent every generation plays (``[loop]
 chain Elo        the Elo of each generation from the evaluation games
                  against the previous best: the sum of the Elo differences
                  along the chain of promoted networks (0 for generation 0).
+                 ``best_elo``: the chain Elo of the network self-play uses
+                 after the generation (the promoted network's line).
+data figures     ``new_positions`` a generation brought to training (its
+                 held-out share, ``holdout_positions``, excluded),
+                 ``window_positions`` in the replay window after it,
+                 ``reuse`` (training samples per new position) and
+                 ``new_positions_per_step``.
+value quality    ``value_mse`` of the generation's network on its
+                 held-out positions, ``value_mse_best`` of the network that
+                 played them, ``value_baseline_mse`` of answering 0
+                 (``value_quality.py``).
 curves           ``logs/generations.csv`` holds one row per generation
                  (``CURVE_COLUMNS``); ``plot_curves`` draws it as
                  ``logs/curves.png`` (win rates, Elo, losses, game length,
@@ -40,10 +51,12 @@ import numpy as np
 
 ANCHOR_COMMAND = "/usr/games/gnugo --mode gtp --chinese-rules --capture-all-dead --level 1"
 
-CURVE_COLUMNS = ["generation", "games", "positions", "game_length", "steps", "loss_policy", "loss_wdl",
-                 "loss_ownership", "win_rate_vs_best", "opponent", "chain_elo", "anchor_games", "anchor_win_rate",
-                 "anchor_elo", "anchor_elo_lo", "anchor_elo_hi", "resign_checked", "resign_false_positives",
-                 "resign_fp_rate", "promoted"]
+CURVE_COLUMNS = ["generation", "games", "positions", "new_positions", "holdout_positions", "window_positions",
+                 "reuse", "new_positions_per_step", "game_length", "steps", "loss_policy", "loss_wdl",
+                 "loss_ownership", "value_mse", "value_mse_best", "value_baseline_mse", "win_rate_vs_best",
+                 "opponent", "eval_games", "llr", "chain_elo", "best_generation", "best_elo", "anchor_games",
+                 "anchor_win_rate", "anchor_elo", "anchor_elo_lo", "anchor_elo_hi", "resign_checked",
+                 "resign_false_positives", "resign_fp_rate", "promoted"]
 
 
 def game_stats(arrays: list[dict]) -> dict:
@@ -132,7 +145,10 @@ def curve_rows(summaries: list[dict]) -> list[dict]:
         row = {c: s.get(c, "") for c in CURVE_COLUMNS}
         row["win_rate_vs_best"] = m.get("win_rate", "")
         row["opponent"] = m.get("opponent", "")
+        row["eval_games"] = m.get("wins", 0) + m.get("losses", 0) + m.get("draws", 0) if m else ""
+        row["llr"] = m.get("llr", "")
         row["chain_elo"] = chain.get(int(s["generation"]), "")
+        row["best_elo"] = chain.get(int(s["best_generation"]), "") if "best_generation" in s else ""
         rows.append({k: ("" if v is None else v) for k, v in row.items()})
     return rows
 
@@ -155,7 +171,7 @@ def plot_curves(csv_path: Path, out: Path) -> Path:
     def col(name: str) -> list[float]:
         return cols.get(name, [math.nan] * len(gens))
 
-    fig, axes = plt.subplots(5, 1, figsize=(8, 13), sharex=True)
+    fig, axes = plt.subplots(7, 1, figsize=(8, 18), sharex=True)
     ax = axes[0]
     ax.plot(gens, col("win_rate_vs_best"), "o-", label="vs previous best")
     ax.plot(gens, col("anchor_win_rate"), "s-", label="vs anchor (GNU Go)")
@@ -165,6 +181,7 @@ def plot_curves(csv_path: Path, out: Path) -> Path:
     ax.legend(loc="best", fontsize=8)
     ax = axes[1]
     ax.plot(gens, col("chain_elo"), "o-", label="chain of evaluations")
+    ax.step(gens, col("best_elo"), where="post", color="black", lw=1.5, label="promoted network")
     anchor = col("anchor_elo")
     lo, hi = col("anchor_elo_lo"), col("anchor_elo_hi")
     err = [[a - l if math.isfinite(a) and math.isfinite(l) else 0.0 for a, l in zip(anchor, lo)],
@@ -183,8 +200,22 @@ def plot_curves(csv_path: Path, out: Path) -> Path:
     axes[4].plot(gens, col("resign_fp_rate"), "o-")
     axes[4].set_ylabel("resignation\nfalse positives")
     axes[4].set_ylim(-0.02, 1.02)
-    axes[4].set_xlabel("generation")
-    axes[4].xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax = axes[5]
+    ax.plot(gens, col("value_mse"), "o-", label="network (held-out self-play)")
+    ax.plot(gens, col("value_mse_best"), "s--", label="the network that played them")
+    ax.plot(gens, col("value_baseline_mse"), ":", color="grey", label="answering 0")
+    ax.set_ylabel("value\nsquared error")
+    ax.legend(loc="best", fontsize=8)
+    ax = axes[6]
+    ax.plot(gens, col("reuse"), "o-", label="samples per new position")
+    ax.set_ylabel("reuse")
+    ax2 = ax.twinx()
+    ax2.plot(gens, col("window_positions"), "s-", color="tab:orange", label="window (positions)")
+    ax2.set_ylabel("window positions")
+    ax.legend(loc="upper left", fontsize=8)
+    ax2.legend(loc="lower right", fontsize=8)
+    axes[6].set_xlabel("generation")
+    axes[6].xaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.suptitle(f"learning curves: {csv_path}")

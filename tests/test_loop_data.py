@@ -1,0 +1,99 @@
+"""The loop's data accounting and value quality: training steps set by
+samples per new position, a held-out share of each generation's chunks
+(stable, counted as played, never trained on) and the value head's
+squared error on it, written per generation."""
+import csv
+import json
+
+import pytest
+
+from sayuri_async.loop import Loop, LoopConfig, LoopState, Workspace, held_out, reuse_figures
+from sayuri_async.loop_stats import CURVE_COLUMNS, curve_rows
+from sayuri_async.net.model import Net, NetConfig, init_weights
+from sayuri_async.net.weights import save_weights
+
+from test_loop import write_cfg
+from test_train_chunks import make_chunk
+
+TINY_NET = dict(blocks=1, channels=8, policy_channels=4, value_channels=4, value_hidden=8)
+
+
+def test_reuse_sets_the_steps_and_the_figures(tmp_path):
+    text = open(write_cfg(tmp_path, 1)).read().replace("[loop]\n", "[loop]\nsamples_per_position = 4\n")
+    (tmp_path / "reuse.toml").write_text(text)
+    loop = Loop(str(tmp_path / "reuse.toml"), str(tmp_path / "ws"))
+    assert loop.train_cfg.optim.batch_size == 8
+    assert loop.train_steps(100) == 50  # 100 positions x 4 samples / batch 8
+    assert loop.train_steps(3) == 2  # rounded up
+    assert reuse_figures(100, 50, 8) == {"new_positions": 100, "planned_steps": 50, "reuse": 4.0,
+                                         "new_positions_per_step": 2.0}
+    fixed = Loop(write_cfg(tmp_path, 1), str(tmp_path / "ws2"))
+    assert fixed.train_steps(100) == 4  # samples_per_position = 0: steps_per_generation
+
+
+def test_bad_data_settings_are_refused():
+    for bad in (dict(samples_per_position=-1), dict(holdout_fraction=0.9), dict(samples_per_position=float("nan")),
+                dict(gating_rule="elo"), dict(sprt_elo0=10, sprt_elo1=5), dict(eval_round_games=3)):
+        with pytest.raises(ValueError):
+            LoopConfig(**bad)
+
+
+def test_held_out_share_is_stable_and_near_its_fraction():
+    names = [f"chunk-000003-host-{k:06d}.npz" for k in range(2000)]
+    picked = [n for n in names if held_out(n, 0.1)]
+    assert 150 < len(picked) < 250
+    assert picked == [n for n in names if held_out(n, 0.1)]
+    assert not any(held_out(n, 0.0) for n in names)
+
+
+def test_hold_out_moves_chunks_and_they_still_count_as_played(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    for k in range(40):
+        make_chunk(ws.root / "data" / f"chunk-000001-t-{k:06d}.npz", positions=16, game_length=16, seed=k)
+    before = ws.games_in_generation(1)
+    moved = ws.hold_out(1, 0.25)
+    assert 0 < moved < 40 and len(ws.holdout_chunks(1)) == moved
+    assert len(list((ws.root / "data").glob("*.npz"))) == 40 - moved
+    assert ws.games_in_generation(1) == before == (40, 640)
+    assert ws.hold_out(1, 0.25) == 0  # again: nothing left to move
+
+
+def test_value_quality_is_recorded_per_generation(tmp_path):
+    ws_root = tmp_path / "ws"
+    loop = Loop(write_cfg(tmp_path, 1), str(ws_root))
+    for k in range(3):
+        make_chunk(ws_root / "holdout" / f"chunk-000001-t-{k:06d}.npz", positions=32, seed=k)
+    for g in (0, 1):
+        net = init_weights(Net(NetConfig(**TINY_NET)), seed=g + 1)
+        save_weights(loop.ws.weights(g), net, {"step": g})
+    st = LoopState(generation=1, phase="eval", best="weights/gen-000000.safetensors")
+    vq = loop.value_quality(st)
+    assert vq["holdout_positions"] == 96
+    assert vq["value_baseline_mse"] > 0 and vq["value_mse"] >= 0 and vq["value_mse_best"] >= 0
+    assert vq["value_mse"] != vq["value_mse_best"]
+    assert loop.value_quality(LoopState(generation=2)) == {}  # no held-out chunk of generation 2
+    rows = curve_rows([{"generation": 1, **vq, "best_generation": 0, "reuse": 4.0}])
+    assert {"value_mse", "value_mse_best", "value_baseline_mse", "reuse", "best_elo"} <= set(CURVE_COLUMNS)
+    assert rows[0]["value_mse"] == vq["value_mse"] and rows[0]["best_elo"] == 0.0
+
+
+@pytest.mark.slow
+def test_a_loop_generation_holds_out_games_and_writes_value_quality(tmp_path):
+    text = open(write_cfg(tmp_path, 1)).read().replace(
+        "[loop]\n", "[loop]\nholdout_fraction = 0.5\nsamples_per_position = 2\n").replace(
+        "games_per_generation = 2", "games_per_generation = 6")
+    cfg = tmp_path / "held.toml"
+    cfg.write_text(text)
+    ws = tmp_path / "ws"
+    assert Loop(str(cfg), str(ws)).run() == 0
+    st = json.loads((ws / "state.json").read_text())
+    s = st["summaries"][0]
+    held = sorted(p.name for p in (ws / "holdout").glob("*.npz"))
+    trained = sorted(p.name for p in (ws / "data").glob("*.npz"))
+    assert s["games"] == 6 and held and trained and not set(held) & set(trained)
+    assert s["new_positions"] == s["positions"] - s["holdout_positions"] > 0
+    assert s["planned_steps"] == -(-s["new_positions"] * 2 // 8) == s["steps"]
+    assert "value_mse" in s and "value_baseline_mse" in s
+    with open(ws / "logs" / "generations.csv") as f:
+        row = next(csv.DictReader(f))
+    assert float(row["value_mse"]) == s["value_mse"] and float(row["reuse"]) == s["reuse"]
