@@ -95,6 +95,8 @@ class LoopConfig:
     anchor_playouts: int = 0  # our playouts a move against it (0: eval_playouts)
     samples_per_position: float = 0.0  # training samples per new position (0: steps_per_generation steps)
     holdout_fraction: float = 0.0  # share of each generation's chunks kept out of training for value quality
+    export_norms: str = "as_trained"  # or "recompute": batch-norm statistics from fresh positions (norm_stats.py)
+    norm_positions: int = 8192  # positions the recomputed statistics average over
 
     def __post_init__(self) -> None:
         """Range checks (see ``configfile``): ``Bad`` naming the key."""
@@ -104,6 +106,9 @@ class LoopConfig:
         within(self, "[0, 1000]", "samples_per_position")
         within(self, "[0, 0.5]", "holdout_fraction")
         require(self.gating_rule in ("win_rate", "sprt"), "gating_rule", 'must be "win_rate" or "sprt"')
+        require(self.export_norms in ("as_trained", "recompute"), "export_norms",
+                'must be "as_trained" or "recompute"')
+        within(self, "[1, 1000000]", "norm_positions")
         within(self, "(0, 0.5)", "sprt_alpha", "sprt_beta")
         within(self, "[-1000, 1000]", "sprt_elo0", "sprt_elo1")
         require(self.sprt_elo0 < self.sprt_elo1, "sprt_elo1", f"must be above sprt_elo0 ({self.sprt_elo0:g})")
@@ -360,8 +365,14 @@ class Loop:
         dest = self.ws.weights(st.generation)
         with atomic_path(dest) as tmp:
             shutil.copyfile(result.export, tmp)
+        norms = {"export_norms": self.cfg.export_norms}
+        if self.cfg.export_norms == "recompute":
+            from .train.norm_stats import recompute_export
+
+            norms.update(recompute_export(dest, self.ws.root / "data", st.generation, self.cfg.norm_positions,
+                                          seed=st.generation))
         return {"steps": result.steps, "samples": result.samples, "window_positions": self.window_positions(),
-                **{f"loss_{k}": round(v, 4) for k, v in result.losses.items()}}
+                **norms, **{f"loss_{k}": round(v, 4) for k, v in result.losses.items()}}
 
     def window_positions(self) -> int:
         """Positions in the replay window the trainer's rule picks now."""
