@@ -255,15 +255,15 @@ def load_loop_config(path: str):
 
     raw = read_toml(path)
     check_tables(raw, ["loop", "selfplay", "search", *TRAIN_SECTIONS], str(path))
-    if "loop" not in raw:
-        raise ConfigError(f"{path}: no [loop] section: not a loop config (configs/loop-9x9.toml is one; a "
-                          "training config goes to `sayuri-async train --config`)")
     loop_cfg = fill(LoopConfig, raw.get("loop", {}), str(path), "loop")
     sp = dict(raw.get("selfplay", {}))
     if "search" in raw:
         sp["search"] = fill(SearchConfig, raw["search"], str(path), "search")
     sp_cfg = fill(SelfplayConfig, sp, str(path), "selfplay")
     train_cfg = from_dict({k: raw[k] for k in TRAIN_SECTIONS if k in raw}, str(path))
+    if "loop" not in raw:
+        raise ConfigError(f"{path}: no [loop] section: not a loop config (configs/loop-9x9.toml is one; a "
+                          "training config goes to `sayuri-async train --config`)")
     if set(sp_cfg.board_sizes) != {train_cfg.data.board_size}:
         raise ConfigError(f"{path}: [data] board_size {train_cfg.data.board_size} differs from [selfplay] "
                           f"board_sizes {sp_cfg.board_sizes}: the loop trains on its own games, so both "

@@ -97,3 +97,16 @@ def test_a_loop_generation_holds_out_games_and_writes_value_quality(tmp_path):
     with open(ws / "logs" / "generations.csv") as f:
         row = next(csv.DictReader(f))
     assert float(row["value_mse"]) == s["value_mse"] and float(row["reuse"]) == s["reuse"]
+
+
+def test_a_training_config_given_to_the_loop_is_refused_by_name(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-m", "sayuri_async.cli", "loop", "--config", "configs/train-9x9.toml",
+                        "--workspace", str(tmp_path / "ws")], cwd=root, capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "configs/train-9x9.toml: no [loop] section" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "ws" / "state.json").exists()
