@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from sayuri_async.configfile import ConfigError, at_least, fill_sections, positive, read_toml, require, within
+from sayuri_async.configfile import (SEED_RANGE, ConfigError, at_least, between, fill_sections, read_toml, require,
+                                     within)
 from sayuri_async.go.board import MAX_N as MAX_BOARD, MIN_N as MIN_BOARD
 from sayuri_async.search.mcts import SearchConfig
 
@@ -35,7 +36,7 @@ class NetSection:
     threads: int = 0  # torch CPU threads; 0: torch's default
 
     def __post_init__(self) -> None:
-        at_least(self, 0, "threads")
+        between(self, 0, 1024, "threads")
 
 
 @dataclass
@@ -49,6 +50,7 @@ class GameSection:
         require(MIN_BOARD <= self.board_size <= MAX_BOARD, "board_size",
                 f"must be {MIN_BOARD}..{MAX_BOARD}, not {self.board_size}")
         require(self.scoring in ("area", "territory"), "scoring", "must be \"area\" or \"territory\"")
+        between(self, -361, 361, "komi")
 
 
 _SELFPLAY_ONLY = "a self-play setting: GTP adds no root noise and runs no Gumbel search"
@@ -82,9 +84,14 @@ class SearchSection(SearchConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        at_least(self, 1, "playouts", "tree_memory_mb")
-        at_least(self, 0, "cache_size", "resign_min_visits", "timeout_ms")
+        at_least(self, 1, "tree_memory_mb")
+        between(self, 1, 100_000_000, "playouts")
+        between(self, 0, 10_000_000, "cache_size")
+        between(self, 0, 1_000_000_000, "resign_min_visits")
+        between(self, 0, 60_000, "timeout_ms")
         within(self, "[0, 0.5)", "resign_threshold")
+        if self.seed != -1:  # -1: a fresh seed
+            within(self, SEED_RANGE, "seed")
 
 
 @dataclass
@@ -96,10 +103,10 @@ class TimeSection:
     max_move_fraction: float = 0.25
 
     def __post_init__(self) -> None:
-        at_least(self, 0, "lag_margin_s")
+        within(self, "[0, 3600]", "lag_margin_s")
         within(self, "[0, 1)", "reserve_fraction")
-        positive(self, "expected_length_factor")
-        at_least(self, 1, "min_moves_left")
+        within(self, "(0, 100]", "expected_length_factor")
+        between(self, 1, 10_000, "min_moves_left")
         within(self, "(0, 1]", "max_move_fraction")
 
 
@@ -111,7 +118,10 @@ class AnalysisSection:
     lcb_z: float = 1.96
 
     def __post_init__(self) -> None:
-        at_least(self, 1, "interval_cs", "pv_length", "max_moves")
+        between(self, 1, 360_000, "interval_cs")
+        between(self, 1, 1000, "pv_length")
+        between(self, 1, MAX_BOARD * MAX_BOARD + 1, "max_moves")
+        between(self, 0, 10, "lcb_z")
 
 
 @dataclass

@@ -4,7 +4,8 @@ Each subcommand lives in the module that owns the job and exposes
 ``main(argv) -> int``; this file dispatches, so importing it is cheap, and
 answers every error a user can cause in one place (``usererror``): one line
 ``sayuri-async <command>: <message>``, exit status 2 for a mistake, 1 for a
-failure during a run, 130 for an interrupt, never a traceback.
+failure during a run, 128 + the signal's number when a signal ends it (130
+for Ctrl-C, 143 for SIGTERM), never a traceback.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import importlib
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from .usererror import report
+from .usererror import answered
 
 COMPILING = ("selfplay", "gtp", "loop", "match", "tune")  # commands whose first start may compile
 
@@ -72,13 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sayuri-async: command {name!r} is not available in this version", file=sys.stderr)
             return 2
         raise
-    try:
-        return int(getattr(module, function or "main")(rest) or 0)
-    except (Exception, KeyboardInterrupt) as e:
-        status = report(name, e)
-        if status is None:  # a bug: keep its traceback
-            raise
-        return status
+    command = getattr(module, function or "main")
+    return int(answered(name)(command)(rest) or 0)  # a bug keeps its traceback
 
 
 if __name__ == "__main__":

@@ -23,6 +23,17 @@ Bad       one key's problem: the key and what is wrong with it. Range checks
 message   every error reads ``<file>: [<table>] <key>: <problem>``, so a typo
           never silently falls back to a default and the user knows where to
           look.
+options   ``from_options(cls, values, options, base)``: a ``cls`` from
+          command-line values (None: not given) over ``base``, through
+          ``fill``: the same range checks as a file's, and an error names the
+          option as typed (``--procs: must be in [1, 256], not 1000000``).
+          Every subcommand checks its numeric options this way, through the
+          settings dataclass they override (or one of their own).
+reading   ``read_toml`` reads at most ``MAX_CONFIG_BYTES`` (1 MiB; ``--config
+          /dev/zero`` is refused after that much) and turns every way a
+          parse can fail (bad TOML, not UTF-8, tables nested too deeply, an
+          integer of more digits than Python converts) into one
+          ``ConfigError`` naming the file.
 
 Range checks: one style
 -----------------------
@@ -37,6 +48,10 @@ Every settings dataclass checks its ranges in ``__post_init__``, with
         def __post_init__(self) -> None:
             at_least(self, 1, "batch_size")
             within(self, "[0, 1)", "momentum")
+
+Every size and count has an upper bound too (``within`` with both ends, or
+``at_most``), so no setting can ask for unbounded memory or time; the
+message quotes the range.
 
 Why ``__post_init__`` rather than a ``check()`` method that callers must
 remember: it runs on every construction and on every
@@ -107,6 +122,17 @@ class CommandLine(str):
         return self.options.get(key, "--" + key.replace("_", "-"))
 
 
+def shown(value: object) -> str:
+    """``value`` for a message, cut to 40 characters: a number of thousands
+    of digits reads as its first digits and its length."""
+    text = str(value)
+    if len(text) <= 40:
+        return text
+    if isinstance(value, int):
+        return f"{text[:12]}... ({len(text.lstrip('-'))} digits)"
+    return text[:37] + "..."
+
+
 def require(ok: bool, key: str, message: str) -> None:
     """``Bad(key, message)`` unless ``ok``."""
     if not ok:
@@ -117,14 +143,29 @@ def at_least(obj: object, minimum: float, *keys: str) -> None:
     """Each field ``keys`` of ``obj`` is ``minimum`` or more."""
     for key in keys:
         value = getattr(obj, key)
-        require(value >= minimum, key, f"must be at least {minimum}, not {value}")
+        require(value >= minimum, key, f"must be at least {minimum}, not {shown(value)}")
 
 
 def positive(obj: object, *keys: str) -> None:
     """Each field ``keys`` of ``obj`` is above 0."""
     for key in keys:
         value = getattr(obj, key)
-        require(value > 0, key, f"must be positive, not {value}")
+        require(value > 0, key, f"must be positive, not {shown(value)}")
+
+
+def at_most(obj: object, maximum: float, *keys: str) -> None:
+    """Each field ``keys`` of ``obj`` is ``maximum`` or less (and a number: NaN is refused)."""
+    for key in keys:
+        value = getattr(obj, key)
+        require(value <= maximum, key, f"must be at most {maximum}, not {shown(value)}")
+
+
+def between(obj: object, minimum: float, maximum: float, *keys: str) -> None:
+    """Each field ``keys`` of ``obj`` lies in ``[minimum, maximum]``: ``at_least``
+    and ``at_most``, with their messages (a value under the range hears the
+    minimum, one above it the maximum)."""
+    at_least(obj, minimum, *keys)
+    at_most(obj, maximum, *keys)
 
 
 def within(obj: object, interval: str, *keys: str) -> None:
@@ -133,27 +174,56 @@ def within(obj: object, interval: str, *keys: str) -> None:
     the interval as written."""
     if interval[:1] not in ("[", "(") or interval[-1:] not in ("]", ")") or interval.count(",") != 1:
         raise ValueError(f"not an interval: {interval!r}")
-    lo, hi = (float(x) for x in interval[1:-1].split(","))
+    lo, hi = (_number(x) for x in interval[1:-1].split(","))
     for key in keys:
         value = getattr(obj, key)
         above = lo <= value if interval[0] == "[" else lo < value
         below = value <= hi if interval[-1] == "]" else value < hi
-        require(above and below, key, f"must be in {interval}, not {value}")
+        require(above and below, key, f"must be in {interval}, not {shown(value)}")
+
+
+MAX_CONFIG_BYTES = 1 << 20
+"""The largest config file read (1 MiB; the shipped ones are a few KB)."""
+
+
+def _number(text: str) -> int | float:
+    """An end of an interval: a whole number exactly (a seed's 2**63 - 1), else a float."""
+    text = text.strip().replace("_", "")
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+SEED_RANGE = f"[0, {2 ** 63 - 1}]"
+"""Seeds: what numpy and torch both take (a larger one is refused, not cut)."""
 
 
 def read_toml(path: str | Path) -> dict:
+    """The parsed file; ``ConfigError`` naming ``path`` for every way it can
+    fail (see "reading" in the vocabulary)."""
     p = Path(path)
     try:
         with open(p, "rb") as f:
-            return tomllib.load(f)
+            data = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: a folder, not a config file") from None
     except OSError as e:
         raise ConfigError(f"{p}: cannot read: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{p}: larger than the limit of {MAX_CONFIG_BYTES // 1024} KiB for a config file")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: tables or arrays nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than int() converts (4,300)
+        raise ConfigError(f"{p}: not a usable TOML value ({e})") from None
 
 
 def where(source: str, section: str | None) -> str:
@@ -200,9 +270,13 @@ def convert(key: str, value: Any, annotation: Any) -> Any:
     if annotation is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise Bad(key, f"must be a number, not {value!r}")
+        try:
+            value = float(value)
+        except OverflowError:
+            raise Bad(key, "must be a finite number (this one is too large for a float)") from None
         if not math.isfinite(value):
             raise Bad(key, f"must be finite, not {value!r}")
-        return float(value)
+        return value
     if annotation is str:
         if not isinstance(value, str):
             raise Bad(key, f"must be a string, not {value!r}")
@@ -249,9 +323,19 @@ def fill(cls: type[T], data: dict, source: str, section: str | None = None, base
         raise e.located(source, section) from None
     except ConfigError:
         raise
-    except (TypeError, ValueError) as e:  # a check not written with Bad still names the file and table
+    except (TypeError, ValueError, ArithmeticError) as e:  # a check not written with Bad still names the file
         raise ConfigError(f"{where(source, section)} {e}") from None
     return obj
+
+
+def from_options(cls: type[T], values: dict[str, Any], options: dict[str, str] | None = None,
+                 base: T | None = None) -> T:
+    """A ``cls`` from command-line ``values`` (key to value; None: not
+    given) over ``base`` or the defaults, with ``fill``'s checks; an error
+    names the option (``options``: key to option where it is not
+    ``--<key with dashes>``)."""
+    given = {k: v for k, v in values.items() if v is not None}
+    return fill(cls, given, CommandLine(options), base=base)
 
 
 def recheck(obj: Any, source: str, section: str | None = None) -> None:

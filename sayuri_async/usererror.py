@@ -19,8 +19,23 @@ answered    ``@answered("<command>")`` on a subcommand's ``main`` applies the
              tests do); ``cli.main`` applies it again to whatever is left.
 one line     ``sayuri-async <command>: <message>`` on stderr, whitespace folded
              to single spaces, never a traceback. An ``OSError`` that reaches
-             the top names its file and reads as a RunFailure; an interrupt
-             exits 130. Anything else is a bug and keeps its traceback.
+             the top names its file and reads as a RunFailure, and so does a
+             ``MemoryError`` (an allocation the machine could not make: the
+             line says so). Anything else is a bug and keeps its traceback.
+signals      one rule for every command: ended by a signal, it exits 128 +
+             the signal's number, 130 for SIGINT (Ctrl-C) and 143 for
+             SIGTERM. While ``answered`` runs a command, SIGTERM raises
+             ``Terminated`` in the main thread, as SIGINT raises
+             ``KeyboardInterrupt``: both unwind the command (``finally``
+             blocks remove temporaries) and end in the one line
+             ``interrupted`` or ``terminated``. A command that stops cleanly
+             on a signal instead (self-play finishes the games in flight and
+             writes whole files) calls ``stopped_by(signum)`` from its
+             handler, and ``answered`` turns its return into the same 130 or
+             143 with the line ``stopped by SIGINT``. A stop the command asks
+             for itself (``q`` in the live view, a STOP file, the games or
+             steps reached) exits 0. A process forked from the command (a
+             data-loader worker) ends on SIGTERM as it would by default.
 parser       ``ArgumentParser``: argparse's, except that a mistake on the
              command line (an unknown option, a missing or malformed value)
              is a UserError too: the one line, not argparse's usage text
@@ -28,7 +43,12 @@ parser       ``ArgumentParser``: argparse's, except that a mistake on the
 checks       ``input_file``, ``output_file``, ``output_folder``, ``check_device`` and
              ``at_least`` raise UserError naming the option, so every
              subcommand checks files, folders, devices and numbers the same
-             way before it starts.
+             way before it starts. ``output_file`` and ``output_folder``
+             take the command's ``inputs`` and refuse an output that is one
+             of them (``same_file``: the same path once links are resolved,
+             or the same device and inode, so a hard link or a symlink to
+             the input is refused too): nothing is written over its own
+             input.
 """
 from __future__ import annotations
 
@@ -36,6 +56,7 @@ import argparse
 import functools
 import os
 import re
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -44,7 +65,8 @@ from typing import NoReturn
 
 EXIT_USER = 2
 EXIT_RUN = 1
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
+EXIT_TERMINATED = 128 + signal.SIGTERM  # 143
 
 
 class UserError(Exception):
@@ -57,6 +79,13 @@ class RunFailure(Exception):
     """A failure during a run (exit status 1)."""
 
     exit_status = EXIT_RUN
+
+
+class Terminated(BaseException):
+    """SIGTERM reached a command run by ``answered`` (exit status 143); a
+    BaseException like KeyboardInterrupt, so no ``except Exception`` takes it."""
+
+    exit_status = EXIT_TERMINATED
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -82,6 +111,10 @@ def exit_status(e: BaseException) -> int | None:
     """The exit status the policy gives ``e``, or None for a bug (keep its traceback)."""
     if isinstance(e, KeyboardInterrupt):
         return EXIT_INTERRUPTED
+    if isinstance(e, Terminated):
+        return EXIT_TERMINATED
+    if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":  # numpy's, torch's
+        return EXIT_RUN
     status = getattr(type(e), "exit_status", None)
     if isinstance(status, int) and isinstance(e, (UserError, RunFailure)):
         return status
@@ -96,6 +129,12 @@ def message(e: BaseException) -> str:
     """The one line the user reads for ``e``."""
     if isinstance(e, KeyboardInterrupt):
         return "interrupted"
+    if isinstance(e, Terminated):
+        return "terminated (SIGTERM)"
+    if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":
+        detail = one_line(e)[:300]
+        return "out of memory: an allocation failed" + (f" ({detail})" if detail else "") + \
+            "; use smaller settings (batch size, games, network)"
     if isinstance(e, OSError) and not isinstance(e, (UserError, RunFailure)):
         return describe_os_error(e)
     if isinstance(e, UnicodeDecodeError):
@@ -113,19 +152,64 @@ def report(command: str, e: BaseException, stream=None) -> int | None:
     return status
 
 
+_stopped: list[int] = []  # signals a command stopped cleanly on (``stopped_by``)
+_depth = [0]  # ``answered`` calls in progress (cli.main's around a subcommand's)
+_owner = [0]  # the process that installed the SIGTERM handler
+
+
+def stopped_by(signum: int) -> None:
+    """A command stopped cleanly on signal ``signum``: ``answered`` returns
+    128 + ``signum`` (see "signals")."""
+    _stopped.append(int(signum))
+
+
+def _on_sigterm(signum: int, _frame) -> None:
+    if os.getpid() != _owner[0]:  # a forked child (a data-loader worker): end as by default
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    raise Terminated()
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 def answered(command: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
     """Decorate a subcommand's ``main(argv, ...) -> int``: an error the policy
-    knows becomes its one line and exit status; a bug keeps its traceback."""
+    knows becomes its one line and exit status; a bug keeps its traceback;
+    a signal gives 128 + its number (see "signals")."""
     def wrap(main: Callable[..., int]) -> Callable[..., int]:
         @functools.wraps(main)
         def run(*args, **kwargs) -> int:
+            outermost = _depth[0] == 0
+            old = None
+            if outermost:
+                _stopped.clear()
+                _owner[0] = os.getpid()
+                try:
+                    old = signal.signal(signal.SIGTERM, _on_sigterm)
+                except ValueError:  # not the main thread: no signal arrives here
+                    old = None
+            _depth[0] += 1
             try:
-                return main(*args, **kwargs)
-            except (Exception, KeyboardInterrupt) as e:
+                status = main(*args, **kwargs)
+            except (Exception, KeyboardInterrupt, Terminated) as e:
                 status = report(command, e)
                 if status is None:
                     raise
-                return status
+            finally:
+                _depth[0] -= 1
+                if old is not None:
+                    signal.signal(signal.SIGTERM, old)
+            if outermost and _stopped and not status:
+                signum = _stopped[0]
+                print(f"sayuri-async {command}: stopped by {_signal_name(signum)}", file=sys.stderr, flush=True)
+                status = 128 + signum
+            return status
         return run
     return wrap
 
@@ -154,21 +238,49 @@ def input_file(path: str | os.PathLike, option: str, what: str = "file") -> Path
     return p
 
 
-def output_file(path: str | os.PathLike, option: str, example: str) -> Path:
-    """``path`` as a file to write: UserError naming ``option`` when it is a
-    folder (``example``: a file name to suggest in it) or its folder cannot
-    be written (``output_folder``)."""
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether paths ``a`` and ``b`` name one file or folder: the same path
+    once links are resolved, or (both existing) the same device and inode,
+    which a hard link shares."""
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+        if (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino):
+            return True
+    except (OSError, ValueError):
+        pass
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop
+        return False
+
+
+def not_an_input(out: str | os.PathLike, option: str, inputs: tuple | list = ()) -> None:
+    """UserError naming ``option`` when ``out`` is one of ``inputs``."""
+    for given in inputs:
+        if given is not None and str(given) != "" and same_file(out, given):
+            shown = f" ({given})" if str(given) != str(out) else ""
+            raise UserError(f"{option} {out}: is the input{shown}; writing there would replace it "
+                            f"(give another output path)")
+
+
+def output_file(path: str | os.PathLike, option: str, example: str, inputs: tuple | list = ()) -> Path:
+    """``path`` as a file to write: UserError naming ``option`` when it is
+    one of ``inputs`` (``not_an_input``), a folder (``example``: a file name
+    to suggest in it) or its folder cannot be written (``output_folder``)."""
     out = Path(path)
+    not_an_input(out, option, inputs)
     if out.is_dir():
         raise UserError(f"{option} {out}: a folder; give the file to write (e.g. {out / example})")
     output_folder(out.parent, option)
     return out
 
 
-def output_folder(path: str | os.PathLike, option: str) -> Path:
+def output_folder(path: str | os.PathLike, option: str, inputs: tuple | list = ()) -> Path:
     """Create ``path`` (and its parents) and check that files can be made in
-    it; UserError naming ``option`` when it is a file, read-only or full."""
+    it; UserError naming ``option`` when it is one of ``inputs``, a file,
+    read-only or full."""
     p = Path(path)
+    not_an_input(p, option, inputs)
     if p.exists() and not p.is_dir():
         raise UserError(f"{option} {p}: not a folder")
     try:

@@ -39,7 +39,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..configfile import at_least, require
+from ..configfile import at_least, between, require, within
 from ..encoders import get_encoder
 from ..go import board as B
 from ..go.game import Game
@@ -84,6 +84,10 @@ THINK_CHUNK_SECONDS = 0.005  # ``think``: playouts run between checks of the clo
 THINK_MAX_CHUNK = 64
 
 
+MAX_POOL_ENTRIES = 1 << 30  # edges or node records of one tree (12 GB of edges)
+MAX_TREE_MEMORY_MB = 1 << 20  # a tree's memory budget (1 TiB: pools grow on demand up to it)
+
+
 @dataclass
 class SearchConfig:
     c_init: float = 1.25
@@ -115,6 +119,18 @@ class SearchConfig:
         at_least(self, 0, "edge_capacity", "search_edges", "node_records", "tree_memory_mb", "edges_per_expansion")
         if self.tree_memory_mb:
             at_least(self, 1, "tree_memory_mb")
+        # upper bounds: no setting asks for unbounded memory (pools of 12 and 24 bytes an entry, per game)
+        between(self, 0, MAX_POOL_ENTRIES, "edge_capacity", "search_edges", "node_records")
+        between(self, 0, MAX_TREE_MEMORY_MB, "tree_memory_mb")
+        within(self, f"[0, {tree.MAX_ACTIONS}]", "edges_per_expansion")
+        within(self, f"[1, {tree.MAX_ACTIONS}]", "gumbel_considered_moves")
+        between(self, 0, 100, "c_init")
+        within(self, "(0, 1e12]", "c_base")
+        between(self, -10, 10, "fpu_reduction", "fpu_root")
+        between(self, 0, 1, "dirichlet_epsilon")
+        within(self, "(0, 1e6]", "dirichlet_alpha_scale")
+        within(self, "[0, 1e6]", "gumbel_c_visit", "gumbel_c_scale")
+        within(self, "(0, 10]", "max_moves_factor")
         at_least(self, 1, "leaves_per_await")
         require(self.leaves_per_await <= MAX_LEAVES, "leaves_per_await",
                 f"must be at most {MAX_LEAVES}, not {self.leaves_per_await}")

@@ -29,9 +29,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from ..configfile import Bad, CommandLine, at_least, check_tables, fill, read_toml, require, within
+from ..configfile import (SEED_RANGE, Bad, CommandLine, at_least, between, check_tables, fill, read_toml, require,
+                          within)
 from ..search.mcts import SearchConfig
 from ..search.pools import selfplay_edges
+
+
+MAX_PARALLEL_GAMES = 16_384  # per process: each game holds a search tree and a workspace
+MAX_BATCH = 16_384
+MAX_PROCS = 256  # engine processes per device
+MAX_PLAYOUTS = 1_000_000
+MAX_GAMES = 1_000_000_000
+MAX_CACHE = 10_000_000  # NN cache entries (a policy and values each)
+MAX_GENERATION = 999_999  # six digits in chunk names (chunkfile.chunk_name)
 
 
 @dataclass
@@ -87,8 +97,26 @@ class SelfplayConfig:
             require(7 <= s <= 19, "board_sizes", f"must all be in 7..19, not {s}")
         require(not self.board_size_weights or len(self.board_size_weights) == len(self.board_sizes),
                 "board_size_weights", "needs one weight per board size")
-        at_least(self, 1, "parallel_games", "batch_size", "playouts", "chunk_games", "procs", "batches_in_flight")
-        at_least(self, 0, "timeout_ms", "komi_stddev", "num_games", "cache_size")
+        between(self, 1, MAX_PARALLEL_GAMES, "parallel_games")
+        between(self, 1, MAX_BATCH, "batch_size")
+        between(self, 1, MAX_PLAYOUTS, "playouts")
+        between(self, 0, MAX_PLAYOUTS, "reduce_playouts", "gumbel_playouts_threshold")
+        between(self, 1, 1_000_000, "chunk_games")
+        between(self, 1, MAX_PROCS, "procs")
+        between(self, 1, 64, "batches_in_flight")
+        between(self, 0, 60_000, "timeout_ms")
+        between(self, 0, 361, "komi_stddev")
+        between(self, -361, 361, "komi")
+        between(self, 0, MAX_GAMES, "num_games")
+        between(self, 0, MAX_CACHE, "cache_size")
+        between(self, 1, 1000, "resign_consecutive")
+        between(self, 0, 2, "random_moves_factor")
+        within(self, SEED_RANGE, "seed")
+        between(self, 0, MAX_GENERATION, "generation")
+        require(self.out.strip() != "", "out", "must name a folder, not an empty string")
+        require(all(w >= 0 and w == w for w in self.board_size_weights) and
+                (not self.board_size_weights or sum(self.board_size_weights) > 0),
+                "board_size_weights", "must be weights of 0 or more, not all 0")
         for d in self.device.split(","):
             require(re.fullmatch(r"\s*(cpu|cuda(:\d+)?|model(:\d+)?)\s*", d) is not None, "device",
                     f"must be cpu, cuda, cuda:K, model or model:K (a list joined by commas), not {d.strip()!r}")

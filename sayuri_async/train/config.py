@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sayuri_async.configfile import (Bad, CommandLine, ConfigError, at_least, check_tables, convert, fill, positive,
-                                     read_toml, require, within)
+from sayuri_async.configfile import (SEED_RANGE, Bad, CommandLine, ConfigError, at_least, between, check_tables, convert,
+                                     fill, positive, read_toml, require, within)
 
 __all__ = ["ConfigError", "TrainConfig", "load_config", "from_dict", "override"]
 
@@ -54,11 +54,15 @@ class DataConfig:
     def __post_init__(self) -> None:
         require(7 <= self.board_size <= 25, "board_size", "must be between 7 and 25")
         at_least(self, 1, "window_min_positions", "shuffle_buffer", "prefetch_batches")
+        between(self, 1, 10_000_000_000, "window_min_positions", "window_max_positions")
+        between(self, 1, 10_000_000, "shuffle_buffer")
+        between(self, 1, 1024, "prefetch_batches")
         require(self.window_max_positions >= self.window_min_positions, "window_max_positions",
                 "must be at least window_min_positions")
         positive(self, "window_expand_per_position")
         within(self, "(0, 1]", "window_taper_exponent")
         require(self.workers >= 0, "workers", "must be 0 (read in the training process) or more")
+        between(self, 0, 256, "workers")
 
 
 @dataclass
@@ -76,7 +80,7 @@ class OptimConfig:
     norms: Literal["batch", "fixed"] = "batch"  # how the batch norms train (ours and Sayuri's)
 
     def __post_init__(self) -> None:
-        at_least(self, 1, "batch_size")
+        between(self, 1, 65_536, "batch_size")  # positions per step, over all ranks
         within(self, "[0, 1)", "momentum", "adam_beta1", "adam_beta2")
         at_least(self, 0, "weight_decay")
         positive(self, "adam_eps")
@@ -98,6 +102,8 @@ class ScheduleConfig:
     def __post_init__(self) -> None:
         at_least(self, 1, "reference_batch", "total")
         at_least(self, 0, "warmup")
+        between(self, 1, 65_536, "reference_batch")
+        between(self, 0, 1_000_000_000_000, "total", "warmup")
         require(len(self.rates) == len(self.boundaries) + 1, "rates",
                 f"needs exactly one more entry than boundaries ({len(self.boundaries)} boundaries, "
                 f"{len(self.rates)} rates)")
@@ -165,6 +171,8 @@ class RunConfig:
                 "device", "must be auto, cpu, cuda or cuda:N")
         require(bool(self.name) and "/" not in self.name, "name", "must be a non-empty file-name prefix")
         at_least(self, 1, "checkpoint_every", "keep_checkpoints", "export_every", "log_every")
+        between(self, 1, 10_000, "keep_checkpoints")
+        within(self, SEED_RANGE, "seed")
 
 
 @dataclass
