@@ -5,7 +5,9 @@ Vocabulary
 Dispatcher  maps a Command to its handler, writes exactly one response per
             command (``=id ...`` or ``?id ...`` and the closing empty line),
             and turns every exception into a ``?`` answer: no input line can
-            crash the engine or leave a response unfinished. Its table joins
+            crash the engine or leave a response unfinished. The one
+            exception passed on is ``OutputClosed`` (the controller left):
+            the program ends quietly. Its table joins
             the standard commands here, the analysis commands
             (``analyze_cmds.py``) and KataGo's extensions (``kata_cmds.py``).
 Context     what a handler gets (``context.py``); a handler returns its
@@ -34,7 +36,7 @@ from sayuri_async.go.sgf import SgfError, dump_sgf, load_sgf_file, write_text_at
 from .analyze_cmds import AnalysisCommands
 from .args import OutOfRange, parse_float, parse_gtp_color, parse_gtp_vertex, parse_int, want_args
 from .config import GtpConfig
-from .context import STREAMED, Context, Handler, Writer, log, log_search, move_text
+from .context import STREAMED, Context, Handler, OutputClosed, Writer, log, log_search, move_text
 from .engine import Engine, Inbox
 from .kata_cmds import KataCommands
 from .protocol import Command, GtpError, failure, shown, success
@@ -97,6 +99,8 @@ class Dispatcher:
         except GtpError as e:
             self._fail(ctx, str(e))
             return
+        except OutputClosed:  # the controller left: no one to answer, nothing went wrong
+            raise
         except Exception as e:  # never crash on a command: answer and carry on
             log(f"internal error in {cmd.name!r}: {type(e).__name__}: {e}")
             self._fail(ctx, f"internal error: {type(e).__name__}: {e}")

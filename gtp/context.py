@@ -10,6 +10,9 @@ handler     ``async (ctx, args) -> str`` (the success text) or STREAMED when
             it wrote its answer through ``begin``/``emit``; failures raise
             GtpError.
 log         a diagnostic line on stderr, always prefixed ``sayuri-async:``.
+OutputClosed  stdout is gone (the controller closed the pipe or was killed):
+            raised by the writer, it ends the program quietly (exit 0); it is
+            never answered or logged as a failed command.
 """
 from __future__ import annotations
 
@@ -26,6 +29,11 @@ from .engine import RESIGN, Engine, Inbox
 STREAMED = object()  # a handler's return value: the answer was written already
 
 Writer = Callable[[str], None]
+
+
+class OutputClosed(Exception):
+    """stdout is gone (the controller closed the pipe or was killed)."""
+
 Handler = Callable[["Context", list[str]], Awaitable[Any]]
 
 

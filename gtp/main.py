@@ -31,15 +31,12 @@ from sayuri_async.configfile import CommandLine, recheck
 from sayuri_async.usererror import ArgumentParser, UserError, check_device, input_file, one_line
 
 from .commands import Dispatcher, log
+from .context import OutputClosed
 from .config import ConfigError, GtpConfig, load_config
 from .engine import Engine
 from .protocol import LineSplitter, parse_line
 
 FORBIDDEN_STARTS = ("=", "?", "info", "play")
-
-
-class OutputClosed(Exception):
-    """stdout is gone (the controller closed the pipe or was killed)."""
 
 
 class SafeStderr(io.TextIOBase):
