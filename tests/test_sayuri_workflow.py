@@ -83,13 +83,15 @@ def test_the_sayuri_workflow_runs_end_to_end(tmp_path, capsys):
     cfg = shipped("sayuri-train-19x19.toml", tmp_path / "train.toml", **small)
     assert cli(["train", "--config", str(cfg), "--steps", "3"]) == 0
     err = capsys.readouterr().err
-    assert "batch 32 (schedule written for 128), rates x4" in err  # lr_scaling "inverse": 128 / 32
+    # lr_scaling "inverse-keep-steps" gives 128 / 32 = x4 at batch 32: held at the configured rates, said once
+    assert "batch 32 (schedule written for 128), rates x1 (lr_scaling 'inverse-keep-steps')" in err
+    assert err.count("gives rates x4; they stay at the configured rates") == 1
     export = tmp_path / "train" / "weights" / "sayuri-latest.safetensors"
     net, _ = load_any_weights(export)
     assert isinstance(net, SayuriNet) and net.config.short_name == "1b8c" and net.config.encoder == "sayuri-v3"
     rows = log_rows(tmp_path / "train")
     assert [int(r["step"]) for r in rows] == [1, 2, 3]
-    assert float(rows[-1]["lr"]) == pytest.approx(0.005 * 4)
+    assert float(rows[-1]["lr"]) == pytest.approx(0.005)
     assert all(rows[-1][name] != "" for name in SAYURI_LOSS_NAMES)
 
     assert cli(["train", "--config", str(cfg), "--init", str(export), "--out", str(tmp_path / "more"),

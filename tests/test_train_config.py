@@ -25,7 +25,7 @@ def test_shipped_sayuri_config_describes_a_sayuri_network_and_the_go_schedule():
     sc = cfg.schedule
     assert (sc.reference_batch, sc.boundaries, sc.rates, sc.total, sc.lr_scaling) == (
         128, [512_000, 1_024_000, 1_536_000, 2_048_000], [0.005, 0.0025, 0.001, 0.0005, 0.0003], 2_560_000,
-        "inverse")
+        "inverse-keep-steps")
 
 
 def test_defaults_equal_the_documented_9x9_file():

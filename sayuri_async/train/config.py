@@ -78,6 +78,7 @@ class OptimConfig:
     adam_eps: float = 1e-8
     grad_clip_norm: float = 0.0
     norms: Literal["batch", "fixed"] = "batch"  # how the batch norms train (ours and Sayuri's)
+    sync_norms: bool = False  # with several processes: batch statistics over the global batch (syncnorm.py)
 
     def __post_init__(self) -> None:
         between(self, 1, 65_536, "batch_size")  # positions per step, over all ranks
@@ -96,8 +97,10 @@ class ScheduleConfig:
     warmup: int = 2_000
     boundaries: list[int] = field(default_factory=lambda: [512_000, 1_024_000, 1_536_000, 2_048_000])
     rates: list[float] = field(default_factory=lambda: [0.005, 0.0025, 0.001, 0.0005, 0.0003])
-    lr_scaling: Literal["linear", "sqrt", "inverse", "none"] = "linear"
+    lr_scaling: Literal["linear", "sqrt", "inverse", "inverse-keep-steps", "none"] = "linear"
     total: int = 2_560_000
+    # the inverse rules scale a batch below reference_batch's rates up only when this says so (schedule.py)
+    allow_lr_above_base: bool = False
 
     def __post_init__(self) -> None:
         at_least(self, 1, "reference_batch", "total")
@@ -165,10 +168,15 @@ class RunConfig:
     export_every: int = 10_000
     log_every: int = 50
     progress: Literal["auto", "on", "off"] = "auto"
+    processes: int = 1  # training processes on this machine, one per GPU: >1 runs under torchrun (launch.py)
 
     def __post_init__(self) -> None:
         require(self.device == "auto" or self.device == "cpu" or self.device.startswith("cuda"),
                 "device", "must be auto, cpu, cuda or cuda:N")
+        between(self, 1, 1024, "processes")  # 1: the calling process itself
+        require(self.processes == 1 or not self.device.startswith("cuda:"), "processes",
+                f"is {self.processes} but device {self.device!r} names one GPU; use device = \"cuda\" "
+                "or \"auto\" (rank r takes cuda:r)")
         require(bool(self.name) and "/" not in self.name, "name", "must be a non-empty file-name prefix")
         at_least(self, 1, "checkpoint_every", "keep_checkpoints", "export_every", "log_every")
         between(self, 1, 10_000, "keep_checkpoints")

@@ -7,20 +7,45 @@ Vocabulary:
   reference batch  the batch at which a schedule was written (``[schedule]
               reference_batch``). Rates and, for ``unit = "steps"``, boundaries
               are given at that batch.
-  scale       the factor applied to every configured rate for the batch really
-              used: ``B / B_ref`` (``lr_scaling = "linear"``), ``sqrt(B / B_ref)``
-              (``"sqrt"``), ``B_ref / B`` (``"inverse"``: doubling the batch
-              halves the rate, the rule the Sayuri workflow's schedule comes
-              with, ``configs/sayuri-*.toml``) or 1 (``"none"``).
+  rule        ``[schedule] lr_scaling``: how rates and boundaries follow the
+              batch B really used (B_ref the reference batch):
+
+              ==================== ================ ==========================
+              rule                 rates x          boundaries, warm-up, total
+              ==================== ================ ==========================
+              "linear"             B / B_ref        fixed in samples
+              "sqrt"               sqrt(B / B_ref)  fixed in samples
+              "inverse"            B_ref / B        fixed in samples
+              "inverse-keep-steps" B_ref / B        fixed in steps
+              "none"               1                fixed in samples
+              ==================== ================ ==========================
+
+              "inverse-keep-steps" is the rule of Sayuri's author as he
+              states it (at batch 128, 0.005 halving to 0.0003 every 512k
+              steps; when the batch doubles, halve the rates, the 512k-step
+              boundaries stay): the default of ``configs/sayuri-*.toml``.
+              "inverse" halves the rates *and* the step counts when the batch
+              doubles (a quarter of the positions per segment).
+  scale       the factor the rule applies to every configured rate.
+  clamp       the inverse rules give a batch below the reference a scale
+              above 1 (batch 16 against 128: 8x, lr 0.04, which blows up a
+              fine-tuned network). Unless ``allow_lr_above_base = true``, their
+              scale is held at 1 (the configured rates) and ``describe()``
+              opens with a warning line saying so. "linear" and "sqrt" raise
+              the rates only for a batch above the reference, which is what
+              those rules are for; the start line shows their factor.
 
 The batch-size rule, applied here so nobody redoes the arithmetic by hand:
-  * a boundary given in steps at the reference batch is ``steps * B_ref``
-    samples; boundaries, warm-up and length are then fixed in samples, so with
-    batch B a boundary falls at step ``ceil(samples / B)``: doubling the batch
-    halves every step count;
+  * fixed in samples: a boundary given in steps at the reference batch is
+    ``steps * B_ref`` samples; boundaries, warm-up and length are then fixed
+    in samples, so with batch B a boundary falls at step ``ceil(samples / B)``:
+    doubling the batch halves every step count;
+  * fixed in steps: a boundary of b steps (``ceil(samples / B_ref)`` for
+    ``unit = "samples"``) is step b at any batch, that is ``b * B`` samples;
   * every rate is multiplied by ``scale``.
-Example: 0.005 until 512k steps at batch 128 becomes, at batch 256 with linear
-scaling, 0.01 until step 256k.
+Example: 0.005 until 512k steps at batch 128 becomes, at batch 256, 0.01
+until step 256k ("linear"), 0.0025 until step 256k ("inverse") or 0.0025
+until step 512k ("inverse-keep-steps").
 
 Step k uses the rate of the segment that ``samples_k = k * B`` falls in: the
 first boundary b with ``samples_k >= b`` switches to the next rate. During
@@ -47,6 +72,8 @@ class Schedule:
     boundaries_samples: tuple[int, ...]
     rates: tuple[float, ...]
     total_samples: int
+    rule: str = "linear"
+    clamped_from: float = 0.0  # the scale the rule gave when it was held at 1 (clamp); 0: not clamped
 
     def lr_at_samples(self, samples: int) -> float:
         """The rate for a step that starts after ``samples`` positions."""
@@ -68,7 +95,11 @@ class Schedule:
 
     def describe(self) -> str:
         """One readable line per segment, in this run's steps."""
-        lines = [f"batch {self.batch} (schedule written for {self.reference_batch}), rates x{self.scale:g}"]
+        lines = []
+        if self.clamped_from:
+            lines.append(self.clamp_warning())
+        lines.append(f"batch {self.batch} (schedule written for {self.reference_batch}), rates x{self.scale:g}"
+                     f" (lr_scaling {self.rule!r})")
         if self.warmup_samples:
             lines.append(f"  warm-up: steps 0-{steps_for(self.warmup_samples, self.batch) - 1} "
                          f"rising to {self.rates[0]:g}")
@@ -79,8 +110,18 @@ class Schedule:
         lines.append(f"  length: {self.total_steps()} steps ({self.total_samples} samples)")
         return "\n".join(lines)
 
+    def clamp_warning(self) -> str:
+        """The one line that says the rates were held at the configured ones."""
+        return (f"warning: lr_scaling {self.rule!r} at batch {self.batch} (reference {self.reference_batch}) "
+                f"gives rates x{self.clamped_from:g}; they stay at the configured rates (x1). "
+                "[schedule] allow_lr_above_base = true raises them")
+
     def to_dict(self) -> dict[str, Any]:
+        """The schedule a checkpoint keeps (its rates, boundaries and length; the
+        rule's name and the clamp note are not compared on resume)."""
         d = asdict(self)
+        d.pop("rule")
+        d.pop("clamped_from")
         d["boundaries_samples"] = list(self.boundaries_samples)
         d["rates"] = list(self.rates)
         return d
@@ -91,12 +132,16 @@ def steps_for(samples: int, batch: int) -> int:
     return -(-samples // batch)
 
 
+INVERSE_RULES = ("inverse", "inverse-keep-steps")  # the rules that scale rates up for a smaller batch
+
+
 def lr_scale(rule: str, batch: int, reference_batch: int) -> float:
+    """The factor ``rule`` gives every rate at ``batch`` (before the clamp)."""
     if rule == "linear":
         return batch / reference_batch
     if rule == "sqrt":
         return math.sqrt(batch / reference_batch)
-    if rule == "inverse":
+    if rule in INVERSE_RULES:
         return reference_batch / batch
     if rule == "none":
         return 1.0
@@ -105,16 +150,29 @@ def lr_scale(rule: str, batch: int, reference_batch: int) -> float:
 
 def resolve(cfg: ScheduleConfig, batch: int) -> Schedule:
     """Turn a configured schedule into this run's, for global batch ``batch``."""
-    per = cfg.reference_batch if cfg.unit == "steps" else 1
     scale = lr_scale(cfg.lr_scaling, batch, cfg.reference_batch)
+    clamped_from = 0.0
+    if cfg.lr_scaling in INVERSE_RULES and scale > 1 and not cfg.allow_lr_above_base:
+        clamped_from, scale = scale, 1.0
+    if cfg.lr_scaling == "inverse-keep-steps":
+        def samples(value: int) -> int:  # a count at the reference batch, as the same steps at this batch
+            steps = value if cfg.unit == "steps" else steps_for(value, cfg.reference_batch)
+            return steps * batch
+    else:
+        per = cfg.reference_batch if cfg.unit == "steps" else 1
+
+        def samples(value: int) -> int:  # a count at the reference batch, as the same samples
+            return value * per
     return Schedule(
         batch=batch,
         reference_batch=cfg.reference_batch,
         scale=scale,
-        warmup_samples=cfg.warmup * per,
-        boundaries_samples=tuple(b * per for b in cfg.boundaries),
+        warmup_samples=samples(cfg.warmup),
+        boundaries_samples=tuple(samples(b) for b in cfg.boundaries),
         rates=tuple(r * scale for r in cfg.rates),
-        total_samples=cfg.total * per,
+        total_samples=samples(cfg.total),
+        rule=cfg.lr_scaling,
+        clamped_from=clamped_from,
     )
 
 
