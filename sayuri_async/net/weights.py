@@ -14,6 +14,15 @@ meta        the dict the caller passes to ``save_weights`` and gets back from
             run id, ...) merged with the header's standard keys.
 WeightsError a file that cannot be read, is not ours, or does not match its
             own architecture; the message names the file and the mismatch.
+checked before allocating
+            a header is trusted with nothing: its ``config`` must lie within
+            ``MAX_BLOCKS`` and ``MAX_WIDTH`` (``size_problem``), and its
+            tensor table (names and shapes, from the header's JSON alone:
+            ``tensor_table``) must be exactly the state of the network the
+            config describes, which is built on torch's ``meta`` device (no
+            memory: ``expected_shapes``), before the network is built for
+            real or a tensor is read. A header claiming 10^6 channels or
+            100,000 blocks is refused in one line, in milliseconds.
 
 ``docs/weights.md`` describes the format for other tools.
 """
@@ -34,6 +43,9 @@ from ..usererror import UserError
 
 FORMAT = "sayuri-async-weights"
 FORMAT_VERSION = 1
+MAX_BLOCKS = 256  # blocks of a network (Sayuri's largest have 40, KataGo's 60)
+MAX_WIDTH = 4096  # channels of any layer (Sayuri's and KataGo's largest have 512)
+MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit on the header
 
 
 class WeightsError(ValueError, UserError):
@@ -70,16 +82,15 @@ def save_weights(path: str | os.PathLike, net: Net, meta: dict[str, Any] | None 
         save_file(tensors, str(tmp), metadata=_header(net, meta))
 
 
-def read_header(path: str | os.PathLike) -> dict[str, str]:
-    """The header metadata alone (cheap: reads the first bytes of the file)."""
-    path = str(path)
+def _header_doc(path: str) -> dict:
+    """The safetensors header's JSON (cheap: reads the first bytes of the file)."""
     try:
         with open(path, "rb") as f:
             raw = f.read(8)
             if len(raw) != 8:
                 raise WeightsError(f"{path}: too short for a safetensors file ({len(raw)} bytes)")
             hlen = int.from_bytes(raw, "little")
-            if hlen > 100 << 20:
+            if hlen > MAX_HEADER_BYTES:
                 raise WeightsError(f"{path}: header length {hlen} is not plausible (not a safetensors file?)")
             head = f.read(hlen)
         if len(head) != hlen:
@@ -89,10 +100,81 @@ def read_header(path: str | os.PathLike) -> dict[str, str]:
         raise WeightsError(f"{path}: cannot read: {e}") from e
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise WeightsError(f"{path}: header is not JSON ({e}); not a safetensors file") from e
-    md = doc.get("__metadata__") if isinstance(doc, dict) else None
+    except RecursionError:
+        raise WeightsError(f"{path}: header is nested too deeply; not a safetensors file") from None
+    if not isinstance(doc, dict):
+        raise WeightsError(f"{path}: header is not a JSON object; not a safetensors file")
+    return doc
+
+
+def read_header(path: str | os.PathLike) -> dict[str, str]:
+    """The header metadata alone (cheap: reads the first bytes of the file)."""
+    path = str(path)
+    md = _header_doc(path).get("__metadata__")
     if not isinstance(md, dict):
         raise WeightsError(f"{path}: no safetensors metadata; not a {FORMAT} file")
     return md
+
+
+def tensor_table(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
+    """Every tensor's name and shape, from the header's JSON alone."""
+    path = str(path)
+    out = {}
+    for name, entry in _header_doc(path).items():
+        if name == "__metadata__":
+            continue
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise WeightsError(f"{path}: tensor {name!r} has no shape in the header; not a safetensors file")
+        out[name] = tuple(shape)
+    return out
+
+
+def size_problem(widths: dict[str, int], blocks: int) -> str | None:
+    """Why a network of ``blocks`` blocks and these layer ``widths`` (name
+    to channels) is too large to build, or None."""
+    if isinstance(blocks, bool) or not isinstance(blocks, int) or not 0 <= blocks <= MAX_BLOCKS:
+        return f"{blocks} blocks, over the limit of {MAX_BLOCKS}"
+    for name, width in widths.items():
+        if isinstance(width, bool) or not isinstance(width, int):
+            return f"{name} {width!r}, not a whole number"
+        if width > MAX_WIDTH:
+            return f"{name} {width}, over the limit of {MAX_WIDTH}"
+    return None
+
+
+def net_size_problem(cfg: NetConfig) -> str | None:
+    """``size_problem`` of one of our networks' configs."""
+    widths = {k: getattr(cfg, k) for k in ("channels", "input_planes", "policy_channels", "value_channels",
+                                            "value_hidden", "bottleneck_channels")}
+    if not 0 <= cfg.nested_blocks <= 16:
+        return f"nested_blocks {cfg.nested_blocks}, over the limit of 16"
+    return size_problem(widths, cfg.blocks)
+
+
+def expected_shapes(build) -> dict[str, tuple[int, ...]]:
+    """The state's names and shapes of the module ``build()`` makes, built
+    on torch's meta device: no memory for its tensors."""
+    with torch.device("meta"):
+        module = build()
+    return {k: tuple(v.shape) for k, v in module.state_dict().items()}
+
+
+def check_tensor_table(path: str, table: dict[str, tuple[int, ...]], want: dict[str, tuple[int, ...]],
+                       what: str, optional: set[str] = frozenset(), rename=None) -> None:
+    """WeightsError unless the header's ``table`` holds exactly the tensors
+    ``want`` (``optional`` ones may be absent; ``rename`` maps an older
+    file's names to today's), each of its shape."""
+    got = {(rename(k) if rename else k): v for k, v in table.items()}
+    missing = sorted(set(want) - set(got) - set(optional))
+    extra = sorted(set(got) - set(want))
+    if missing or extra:
+        raise WeightsError(f"{path}: tensors do not match {what}: "
+                           f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
+                           f"unexpected {extra[:5]}{'...' if len(extra) > 5 else ''}")
+    for k, shape in got.items():
+        if shape != want[k]:
+            raise WeightsError(f"{path}: tensor {k} has shape {shape}, the config needs {want[k]}")
 
 
 def _config_from_header(path: str, md: dict[str, str]) -> NetConfig:
@@ -110,6 +192,9 @@ def _config_from_header(path: str, md: dict[str, str]) -> NetConfig:
         raise WeightsError(f"{path}: header has no 'config'") from None
     except (ValueError, TypeError) as e:
         raise WeightsError(f"{path}: config does not describe a net: {e}") from e
+    too_large = net_size_problem(cfg)
+    if too_large:
+        raise WeightsError(f"{path}: the header's config describes a network of {too_large}")
     if md.get("encoder", cfg.encoder) != cfg.encoder:
         raise WeightsError(f"{path}: header encoder {md.get('encoder')!r} differs from config encoder {cfg.encoder!r}")
     enc = ENCODERS.get(cfg.encoder)
@@ -133,6 +218,8 @@ def load_weights(path: str | os.PathLike, device: str = "cpu") -> tuple[Net, dic
     path = str(path)
     md = read_header(path)
     cfg = _config_from_header(path, md)
+    check_tensor_table(path, tensor_table(path), expected_shapes(lambda: Net(cfg)),
+                       f"a {cfg.short_name} {cfg.block_kind} net")
     net = Net(cfg)
     expected = net.state_dict()
     tensors: dict[str, torch.Tensor] = {}

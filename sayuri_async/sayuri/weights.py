@@ -28,6 +28,16 @@ ours          an import saved in our safetensors format: the header is
               ``SayuriConfig``; ``load_any_weights`` reads it back, as well as
               Sayuri files and our own Net files.
 
+checked before allocating
+              the network is built only once its size is within bounds
+              (``net.weights.MAX_BLOCKS``, ``MAX_WIDTH``) and the file's struct
+              (which its tensors were checked against) is exactly the layer
+              list the info and stack describe (``struct_of``); a safetensors
+              import's header tensor table is checked against the network
+              built on torch's ``meta`` device (``net.weights``). An info
+              claiming 10^6 channels is refused in one line, allocating
+              nothing.
+
 Supported: versions 3, 4 and 5 (43 input planes); residual, bottleneck and
 nested-bottleneck blocks, each with or without SE; the normal policy head;
 every activation Sayuri knows. Rejected with a message naming the cause:
@@ -45,7 +55,7 @@ import numpy as np
 import torch
 
 from ..fileio import atomic_path
-from ..net.weights import WeightsError
+from ..net.weights import WeightsError, check_tensor_table, expected_shapes, size_problem, tensor_table
 from .model import (ACTIVATIONS, POLICY_OUTPUTS, VALUE_MISC, BlockSpec, SayuriConfig,
                     SayuriNet)
 
@@ -307,10 +317,77 @@ def _fold(conv: Layer, bn: Layer | None) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.from_numpy(w.astype(np.float32)), torch.from_numpy(b.astype(np.float32))
 
 
+def sayuri_size_problem(cfg: SayuriConfig) -> str | None:
+    """Why the network ``cfg`` describes is too large to build (or its widths
+    are not whole numbers), or None: ``net.weights.size_problem``."""
+    widths = {"channels": cfg.channels, "policy channels": cfg.policy_channels,
+              "value channels": cfg.value_channels, "input planes": cfg.input_planes}
+    problem = size_problem(widths, len(cfg.blocks))
+    if problem is None:
+        for i, b in enumerate(cfg.blocks):
+            problem = problem or size_problem({f"block {i} inner channels": b.inner, f"block {i} SE channels": b.se}, 0)
+    return problem
+
+
+def struct_of(cfg: SayuriConfig) -> list[tuple[str, tuple[int, ...]]]:
+    """The struct lines (kind, dims) of a file holding ``cfg``, in file
+    order: the layers ``layers_for`` makes and ``build_net`` takes."""
+    out: list[tuple[str, tuple[int, ...]]] = []
+
+    def conv(cin: int, cout: int, k: int, bn: bool = True) -> None:
+        out.append(("Convolution", (cin, cout, k)))
+        if bn:
+            out.append(("BatchNorm", (cout,)))
+
+    def fc(nin: int, nout: int) -> None:
+        out.append(("FullyConnect", (nin, nout)))
+
+    c = cfg.channels
+    conv(cfg.input_planes, c, 3)
+    for spec in cfg.blocks:
+        b = spec.inner
+        if spec.kind == "residual":
+            conv(c, c, 3), conv(c, c, 3)
+        elif spec.kind == "bottleneck":
+            conv(c, b, 1), conv(b, b, 3), conv(b, b, 3), conv(b, c, 1)
+        else:
+            conv(c, b, 1)
+            for _ in range(4):
+                conv(b, b, 3)
+            conv(b, c, 1)
+        if spec.se:
+            fc(3 * c, spec.se), fc(spec.se, 2 * c)
+    p, v = cfg.policy_channels, cfg.value_channels
+    conv(c, p, 1), fc(3 * p, p), conv(p, POLICY_OUTPUTS, 1, bn=False), fc(p, POLICY_OUTPUTS)
+    conv(c, v, 1), fc(3 * v, 3 * v), conv(v, 1, 1, bn=False), fc(3 * v, VALUE_MISC)
+    return out
+
+
+def check_struct(sf: SayuriFile, cfg: SayuriConfig, path: str = "") -> None:
+    """SayuriWeightsError unless ``cfg`` (from the info and stack) is within
+    bounds and its layers are the file's struct, one for one: checked before
+    the network is allocated."""
+    too_large = sayuri_size_problem(cfg)
+    if too_large:
+        raise SayuriWeightsError(f"{path}: the info describes a network of {too_large}")
+    want = struct_of(cfg)
+    got = [(layer.kind, layer.dims) for layer in sf.layers]
+    for k, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            raise SayuriWeightsError(f"{path}: layer {k} is {g[0]} {g[1]}, expected {w[0]} {w[1]} "
+                                     f"(the info and stack describe {cfg.short_name})")
+    if len(got) < len(want):
+        raise SayuriWeightsError(f"{path}: struct ends at layer {len(got)}; the info and stack describe "
+                                 f"{cfg.short_name}, {len(want)} layers")
+    if len(got) > len(want):
+        raise SayuriWeightsError(f"{path}: {len(got) - len(want)} struct layers left over after the value head")
+
+
 def build_net(sf: SayuriFile, path: str = "") -> SayuriNet:
     """A SayuriNet (eval mode) holding the file's weights, each batch norm
     folded into its convolution and its ``Norm`` at the identity."""
     cfg = config_of(sf, path)
+    check_struct(sf, cfg, path)
     net = SayuriNet(cfg)
     L = sf.layers
     c = cfg.channels
@@ -407,8 +484,14 @@ def _load_imported(path: str, md: dict[str, str]) -> tuple[SayuriNet, dict[str, 
 
     try:
         cfg = SayuriConfig.from_dict(json.loads(md["config"]))
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, RecursionError) as e:
         raise WeightsError(f"{path}: config does not describe a Sayuri net: {e}") from e
+    too_large = sayuri_size_problem(cfg)
+    if too_large:
+        raise WeightsError(f"{path}: the header's config describes a network of {too_large}")
+    shapes = expected_shapes(lambda: SayuriNet(cfg))  # on the meta device: nothing allocated yet
+    check_tensor_table(path, tensor_table(path), shapes, f"the {cfg.short_name} Sayuri net",
+                       optional={k for k in shapes if ".norm." in k}, rename=lambda k: _our_key(k, shapes))
     net = SayuriNet(cfg)
     want = net.state_dict()
     norm_keys = {k for k in want if ".norm." in k}
