@@ -45,8 +45,8 @@ from .go.sgf import SgfInfo, save_sgf_file
 from .gtpclient import probe_engine
 from .referee import SCORINGS, GtpPlayer, Player, referee_game
 from .console import console as wide_console
-from .usererror import (ArgumentParser, UserError, answered, at_least, check_device, output_file,
-                        output_folder)
+from .configfile import SEED_RANGE, between, from_options, within
+from .usererror import ArgumentParser, UserError, answered, check_device, output_file, output_folder
 
 __all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "elo_of_rate", "make_player",
            "main", "match_openings", "print_result", "ratings", "run_match"]
@@ -382,20 +382,51 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how two passes are counted: 'agreed' removes the dead stones both sides name and "
                         "plays a disagreement on; 'tromp-taylor' counts every stone alive (docs/rating.md)")
     p.add_argument("--random-opening", type=int, default=2,
-                   help="random moves opening each pair of games (colours swapped), all openings distinct")
+                   help="random moves opening each pair of games (colours swapped), all openings distinct; at "
+                        "most the points from the third line in ((N-4)^2: 25 on 9x9)")
     p.add_argument("--seed", type=int, default=0, help="seed of the openings")
     p.add_argument("--json", default="", help="also write the results (and ratings) to this JSON file")
     return p
 
 
+def opening_points(size: int) -> int:
+    """The points ``match_openings`` draws from: the third line in (the whole board below 7x7)."""
+    side = size - 4 if size >= 7 else size
+    return side * side
+
+
+@dataclass
+class MatchOptions:
+    """The numbers of the command line, range-checked as every setting is
+    (``configfile``): an error names the option and its range."""
+    games: int = 20
+    board: int = 9
+    playouts: int = 100
+    opening_moves: int = 0
+    concurrency: int = 8
+    batch_size: int = 8
+    random_opening: int = 2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        between(self, 1, 1_000_000, "games")
+        between(self, MIN_N, MAX_N, "board")
+        between(self, 1, 1_000_000, "playouts")
+        between(self, 0, 2 * self.board * self.board, "opening_moves")
+        between(self, 1, 1024, "concurrency")
+        between(self, 1, 16_384, "batch_size")
+        between(self, 0, opening_points(self.board), "random_opening")
+        within(self, SEED_RANGE, "seed")
+
+
 def check_arguments(args) -> None:
     """UserError naming the first option out of range (see ``usererror``)."""
-    for option, value, low in (("--games", args.games, 1), ("--playouts", args.playouts, 1),
-                               ("--concurrency", args.concurrency, 1), ("--batch-size", args.batch_size, 1),
-                               ("--opening-moves", args.opening_moves, 0)):
-        at_least(option, value, low)
     if not MIN_N <= args.board <= MAX_N:
         raise UserError(f"--board {args.board}: board sizes are {MIN_N}..{MAX_N}")
+    from_options(MatchOptions, {"games": args.games, "board": args.board, "playouts": args.playouts,
+                                "opening_moves": args.opening_moves, "concurrency": args.concurrency,
+                                "batch_size": args.batch_size, "random_opening": args.random_opening,
+                                "seed": args.seed})
     if not math.isfinite(args.komi) or abs(args.komi) > args.board * args.board:
         raise UserError(f"--komi {args.komi:g}: must be a number within the board's area")
     if not 0.0 <= args.resign < 1.0:
@@ -416,9 +447,9 @@ def main(argv: list[str] | None = None) -> int:
         for i, p in enumerate(players):
             p.name = f"{p.name}#{i + 1}"
         names = [p.name for p in players]
-    sgf_dir = output_folder(args.sgf, "--sgf") if args.sgf else None
+    sgf_dir = output_folder(args.sgf, "--sgf", inputs=args.players) if args.sgf else None
     if args.json:  # checked before the games, not after them
-        output_file(args.json, "--json", "match.json")
+        output_file(args.json, "--json", "match.json", inputs=args.players)
 
     def progress(k: int, res: MatchResult) -> None:
         print(f"  {res.a} vs {res.b}: game {res.games}/{args.games}  {res.wins}-{res.losses}-{res.draws}",
@@ -433,13 +464,6 @@ def main(argv: list[str] | None = None) -> int:
                                            random_opening=args.random_opening, seed=args.seed))
         return out
 
-    for name, value in (("--games", args.games), ("--board", args.board), ("--concurrency", args.concurrency)):
-        if value < 1:
-            print(f"sayuri-async match: {name} must be at least 1", file=sys.stderr)
-            return 2
-    if args.random_opening < 0:
-        print("sayuri-async match: --random-opening must be 0 or more", file=sys.stderr)
-        return 2
     results = asyncio.run(go())
     for r in results:
         print_result(r)

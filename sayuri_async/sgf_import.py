@@ -53,7 +53,8 @@ from .go.scoring import ownership
 from .go.sgf import SgfError, load_sgf, set_up_position
 from .selfplay.game import GameRecord
 from .selfplay.writer import ChunkWriter
-from .usererror import ArgumentParser, RunFailure, UserError, answered, at_least, input_file, output_folder
+from .configfile import between, from_options
+from .usererror import ArgumentParser, RunFailure, UserError, answered, input_file, output_folder
 
 __all__ = ["ImportReport", "SgfResult", "import_sgf", "main", "parse_result", "record_from_game", "sgf_files"]
 
@@ -222,6 +223,20 @@ def _import_one(path: Path, writer: ChunkWriter, board_size: int, encoder: str, 
     return None
 
 
+@dataclass
+class ImportOptions:
+    """The numbers of the command line, range-checked as every setting is
+    (``configfile``): an error names the option."""
+    board: int = 9
+    chunk_games: int = 256
+    komi: float = 7.5
+
+    def __post_init__(self) -> None:
+        between(self, B.MIN_N, B.MAX_N, "board")
+        between(self, 1, 1_000_000, "chunk_games")
+        between(self, -B.MAX_N * B.MAX_N, B.MAX_N * B.MAX_N, "komi")
+
+
 class SgfImportFailure(RunFailure):
     """Writing the chunks failed during the run (exit status 1)."""
 
@@ -253,9 +268,9 @@ def main(argv: list[str] | None = None) -> int:
         board, encoder = cfg.data.board_size, str(cfg.model.get("encoder", DEFAULT_ENCODER))
     board = args.board if args.board is not None else board
     encoder = args.encoder or encoder
-    if not 2 <= board <= 25:
-        raise UserError(f"--board {board}: outside 2..25")
-    at_least("--chunk-games", args.chunk_games, 1)
+    if not B.MIN_N <= board <= B.MAX_N:
+        raise UserError(f"--board {board}: outside {B.MIN_N}..{B.MAX_N}")
+    from_options(ImportOptions, {"board": board, "chunk_games": args.chunk_games, "komi": args.komi})
     try:
         get_encoder(encoder)
     except ValueError as e:
@@ -264,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         if not p.exists():
             raise UserError(f"{p}: no such file or folder")
     out = Path(args.out)
-    output_folder(out, "-o")
+    output_folder(out, "-o", inputs=[*args.paths, args.config])
+    output_folder(out / "data", "-o", inputs=args.paths)  # the chunks' folder must not be an input either
 
     def on_file(path: Path, why: str | None) -> None:
         if why is not None and args.verbose:

@@ -280,9 +280,9 @@ def output_folder(path: str | os.PathLike, option: str, inputs: tuple | list = (
     it; UserError naming ``option`` when it is one of ``inputs``, a file,
     read-only or full."""
     p = Path(path)
-    not_an_input(p, option, inputs)
     if p.exists() and not p.is_dir():
         raise UserError(f"{option} {p}: not a folder")
+    not_an_input(p, option, inputs)
     try:
         p.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=p)

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     from .weights import import_sayuri, save_imported
 
     input_file(args.file, "", "Sayuri weights file")
-    out = output_file(args.out, "-o", "net.safetensors")
+    out = output_file(args.out, "-o", "net.safetensors", inputs=[args.file])
     try:
         net, meta = import_sayuri(args.file)
     except WeightsError as e:
@@ -93,24 +93,19 @@ def data_main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=None,
                    help="processes parsing records (the chunks are the same for any count); default 1")
     args = p.parse_args(argv)
+    from ..configfile import from_options
     from .data import ImportConfig, convert, load_import_config
 
     cfg = load_import_config(str(input_file(args.config, "--config", "config file"))) if args.config else ImportConfig()
-    size = cfg.chunk_positions if args.chunk_positions is None else args.chunk_positions
-    jobs = cfg.jobs if args.jobs is None else args.jobs
-    generation = cfg.generation if args.generation is None else args.generation
+    cfg = from_options(ImportConfig, {"generation": args.generation, "chunk_positions": args.chunk_positions,
+                                      "jobs": args.jobs}, base=cfg)  # the file's range checks, naming the option
+    size, jobs, generation = cfg.chunk_positions, cfg.jobs, cfg.generation
     out = args.out or cfg.out
-    if size < 1:
-        raise UserError(f"--chunk-positions {size}: must be at least 1")
-    if jobs < 1:
-        raise UserError(f"--jobs {jobs}: must be at least 1")
     for f in args.files:
         input_file(f, "", "Sayuri data file")
-    if generation < 0:
-        raise UserError(f"--generation {generation}: must be 0 or more")
     if not out:
         raise UserError("-o: the folder for the chunks is required (or [import] out in the --config file)")
-    output_folder(out, "-o")
+    output_folder(out, "-o", inputs=[*args.files, args.config])
     try:
         result = convert(args.files, out, generation, chunk_positions=size, jobs=jobs)
     except OSError as e:

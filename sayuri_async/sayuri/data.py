@@ -57,7 +57,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..chunkfile import make_meta, write_new_chunk
-from ..configfile import at_least, check_tables, fill, read_toml
+from ..configfile import between, check_tables, fill, read_toml
 from ..fileio import run_stamp
 from .encoder import MISC_PLANES, NAME, P_KOMI, P_NEG_KOMI, P_ONES, P_RULE, PLANES, komi_count
 from ..usererror import UserError
@@ -416,6 +416,8 @@ def read_sayuri_chunk(path: str | os.PathLike) -> dict[int, dict[str, Any]]:
 
 
 DEFAULT_CHUNK_POSITIONS = 8192
+MAX_CHUNK_POSITIONS = 1 << 20  # positions held in memory per board size before a chunk is written
+MAX_GENERATION = 999_999  # six digits in chunk names (chunkfile.chunk_name)
 
 
 @dataclass
@@ -428,8 +430,9 @@ class ImportConfig:
     jobs: int = 1
 
     def __post_init__(self) -> None:
-        at_least(self, 0, "generation")
-        at_least(self, 1, "chunk_positions", "jobs")
+        between(self, 0, MAX_GENERATION, "generation")
+        between(self, 1, MAX_CHUNK_POSITIONS, "chunk_positions")
+        between(self, 1, 256, "jobs")
 
 
 def load_import_config(path: str) -> ImportConfig:

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     from .weights import import_sayuri, load_any_weights
 
     input_file(args.weights, "", "weights file")
-    output_file(args.out, "-o", "net.bin.txt")
+    output_file(args.out, "-o", "net.bin.txt", inputs=[args.weights])
     try:
         net, _ = load_any_weights(args.weights)
     except WeightsError as e:

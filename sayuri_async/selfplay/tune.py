@@ -44,9 +44,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..configfile import ConfigError
+from ..configfile import ConfigError, between, from_options, within
 from ..console import console as wide_console
-from ..usererror import ArgumentParser, UserError, answered, check_device, input_file, output_folder
+from ..usererror import ArgumentParser, UserError, answered, check_device, input_file, output_folder, stopped_by
 from ..infer.stats import add_efficiency, rates
 from .config import SelfplayConfig, add_device_model_options, device_model_overrides, load_selfplay_config
 from .report import busy_label, device_rates_of, diagnose, host_load
@@ -70,6 +70,20 @@ class MeasureSpec:
     max_windows: int = 12
     cv_target: float = 0.05
     start_timeout_s: float = 300.0  # wall time allowed for the first batch
+
+    def __post_init__(self) -> None:
+        """Range checks (see ``configfile``): every point ends in bounded time."""
+        between(self, 0, 3600, "warmup_s")
+        within(self, "(0, 3600]", "window_s")
+        between(self, 2, 1000, "min_windows")
+        between(self, self.min_windows, 10_000, "max_windows")
+        within(self, "(0, 1]", "cv_target")
+        within(self, "(0, 86_400]", "start_timeout_s")
+
+
+SPEC_OPTIONS = {"warmup_s": "--warmup", "window_s": "--window", "min_windows": "--min-windows",
+                "max_windows": "--max-windows", "cv_target": "--cv"}
+MAX_POINTS = 256  # points of one grid
 
 
 @dataclass
@@ -266,7 +280,10 @@ def engine_measure(base: SelfplayConfig, run: Callable | None = None,
             meter = PointMeter(point, spec, procs=point.procs * len(devices), devices=len(devices), probe=probe,
                                leaves_per_await=base.search.leaves_per_await)
             try:
-                runner(cfg, meter)
+                if run is None:  # a signal stops the point cleanly and sets the command's exit status
+                    runner(cfg, meter, on_signal=stopped_by)
+                else:
+                    runner(cfg, meter)
             except Exception as e:  # one bad point (out of memory, say) must not end the sweep
                 meter.error = f"{type(e).__name__}: {e}"
         return meter.result()
@@ -444,11 +461,12 @@ def _games(s: str) -> list[str]:
     tokens = [g.strip() for g in s.split(",") if g.strip()]
     for g in tokens:
         try:
-            ok = float(g[:-1]) > 0 if g.endswith("x") else int(g) >= 1
+            ok = 0 < float(g[:-1]) <= 1000 if g.endswith("x") else int(g) >= 1
         except ValueError:
             ok = False
         if not ok:
-            raise UserError(f"--games {g!r}: a number of games (at least 1) or Nx (N batches in flight, N > 0)")
+            raise UserError(f"--games {g!r}: a number of games (at least 1) or Nx (N batches in flight, "
+                            f"0 < N <= 1000)")
     if not tokens:
         raise UserError("--games: give at least one value")
     return tokens
@@ -498,20 +516,24 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
         base = load_selfplay_config(config, {"weights": args.weights, "device": args.device,
                                              "board_sizes": args.board_sizes, "playouts": args.playouts,
                                              **device_model_overrides(args)})
+        spec = from_options(MeasureSpec, {"warmup_s": args.warmup, "window_s": args.window,
+                                          "min_windows": args.min_windows, "max_windows": args.max_windows,
+                                          "cv_target": args.cv}, SPEC_OPTIONS)
         points = grid(_games(args.games), _ints(args.batch, "--batch"), _ints(args.procs, "--procs"),
                       base.search.leaves_per_await)
+        if len(points) > MAX_POINTS:
+            raise UserError(f"--games, --batch, --procs: a grid of {len(points)} points, at most {MAX_POINTS}")
+        for pt in points:  # self-play's own ranges, naming tune's options
+            from_options(SelfplayConfig, {"parallel_games": pt.parallel_games, "batch_size": pt.batch_size,
+                                          "procs": pt.procs},
+                         {"parallel_games": "--games", "batch_size": "--batch", "procs": "--procs"}, base=base)
     except (ConfigError, ValueError) as e:
         print(f"sayuri-async tune: {e}", file=sys.stderr)
         return 2
     if base.weights:
         input_file(base.weights, "--weights", "weights file")
     check_device(base.device, "--device", allow=(r"model(:\d+)?",))
-    out = output_folder(args.out, "--out")
-    if not points or args.min_windows < 2 or args.max_windows < args.min_windows or args.window <= 0:
-        print("sayuri-async tune: need a non-empty grid, --min-windows >= 2, --max-windows >= --min-windows "
-              "and --window > 0", file=sys.stderr)
-        return 2
-    spec = MeasureSpec(args.warmup, args.window, args.min_windows, args.max_windows, args.cv)
+    out = output_folder(args.out, "--out", inputs=[base.weights, config])
     if measure is None:
         probe = None
         devices = [d for d in base.device.split(",") if d.strip()]
