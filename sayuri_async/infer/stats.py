@@ -24,13 +24,20 @@ loop us per request
                search + features + queue cost of one request. One process
                can make at most 1e6 / that many requests per second.
 queue wait     mean time from a request's commit to its batch's dispatch.
+best rate     ``best_rate``: the fastest batch so far, its size over its busy
+               time (a peak: ``merge`` keeps the largest, it adds nothing up).
 device efficiency
                nnEvals/s over the device's best evals/s (``device_best``:
-               the best full-bucket rate the backend measured at warm-up,
-               times the number of devices): the figure that small batches
-               cannot hide, since a device busy 100% of the time on batches
-               of 8 still scores low. None without a device (the random
-               network).
+               the best full-bucket rate the backend measured at warm-up on
+               the run's board sizes, raised to ``best_rate`` where a batch
+               of the run went faster, times the number of devices): the
+               figure that small batches cannot hide, since a device busy
+               100% of the time on batches of 8 still scores low. Batches
+               of one process run one at a time, so its evals/s never
+               exceeds its fastest batch's rate: at most 100%, and
+               ``add_efficiency`` caps it there as a last guard (engine
+               processes sharing one GPU time each other's work into their
+               own batches). None without a device (the random network).
 batch fill     avgBatchSize over ``batch_size``.
 Counters only grow; ``Counters.as_dict()`` freezes them into a plain dict
 (dicts travel between processes), ``merge`` adds such dicts up, and
@@ -44,6 +51,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 FLUSH_REASONS = ("full", "waiting", "timeout")
+PEAKS = ("best_rate",)  # counters that ``merge`` takes the largest of
 HIST_BINS = 1025  # batch sizes 0..1024 (larger ones land in the last bin)
 
 
@@ -65,6 +73,7 @@ class Counters:
     hist: np.ndarray = field(default_factory=lambda: np.zeros(HIST_BINS, dtype=np.int64))
     queue_depth: int = 0  # requests committed and not yet answered (a level, not a counter)
     in_flight: int = 0  # batches in the backend or waiting for the worker (a level)
+    best_rate: float = 0.0  # the fastest batch: evals per busy second (a peak)
 
     def as_dict(self) -> dict:
         """A frozen copy: plain values, the histogram copied."""
@@ -78,10 +87,13 @@ class Counters:
         self.flush[reason] += 1
         self.busy_s += busy_s
         self.hist[min(size, HIST_BINS - 1)] += 1
+        if busy_s > 0:
+            self.best_rate = max(self.best_rate, size / busy_s)
 
 
 def merge(snaps: list[dict]) -> dict:
-    """Add up counter dicts from several batchers or processes."""
+    """Add up counter dicts from several batchers or processes (``PEAKS``:
+    the largest)."""
     out: dict = {}
     for s in snaps:
         for k, v in s.items():
@@ -91,6 +103,8 @@ def merge(snaps: list[dict]) -> dict:
                     d[kk] = d.get(kk, 0) + vv
             elif isinstance(v, np.ndarray):
                 out[k] = out[k] + v if k in out else v.copy()
+            elif k in PEAKS:
+                out[k] = max(out.get(k, v), v)
             else:
                 out[k] = out.get(k, 0) + v
     return out
@@ -131,10 +145,11 @@ def rates(a: dict, b: dict, dt: float, loop_cpu_s: float = 0.0, loops: int = 1) 
 
 
 def add_efficiency(r: dict, device_best: float, batch_size: int, devices: int = 1) -> dict:
-    """Add ``device_efficiency`` and ``batch_fill`` to figures ``r``."""
+    """Add ``device_efficiency`` (at most 1: see the vocabulary) and
+    ``batch_fill`` to figures ``r``."""
     best = device_best * max(devices, 1)
     r["device_best"] = best
-    r["device_efficiency"] = r["nnEvals/s"] / best if best > 0 else None
+    r["device_efficiency"] = min(r["nnEvals/s"] / best, 1.0) if best > 0 else None
     r["batch_fill"] = r["avgBatchSize"] / batch_size if batch_size > 0 else 0.0
     return r
 

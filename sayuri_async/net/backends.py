@@ -28,9 +28,11 @@ bucket      on CUDA a batch is padded up to the next bucket size (powers of
 rates       ``Backend.measure_rates(n, batch_size) -> {bucket: evals/s}``:
             the backend's own speed on full buckets, measured at warm-up
             (CUDA: each captured graph, timed with CUDA events; CPU torch: a
-            few batch sizes; the device model: its table; the random
-            network: nothing, it has no ceiling). The best of them is the
-            denominator of the engine's device efficiency.
+            few batch sizes, each its fastest of several warmed-up passes;
+            the device model: its table; the random network: nothing, it has
+            no ceiling). The engine measures them on every board size it
+            plays; the best of them, raised to the fastest batch the run
+            itself observes, is the denominator of its device efficiency.
 device_s    ``NetOutput.device_s``: the device's own busy time for the batch
             where the backend knows it (CUDA events, the device model's
             clock), so the busy figure does not count the worker thread's
@@ -52,6 +54,14 @@ from typing import Callable
 import numpy as np
 
 from ..encoders import DEFAULT_ENCODER, get_encoder
+
+# the CPU's rate measurement (``TorchBackend.measure_rates``): untimed passes
+# first, then the fastest of at least CPU_MIN_PASSES timed ones (up to
+# CPU_MAX_PASSES while CPU_PASS_BUDGET_S lasts), per batch size
+CPU_WARM_PASSES = 3
+CPU_MIN_PASSES = 5
+CPU_MAX_PASSES = 40
+CPU_PASS_BUDGET_S = 0.5
 
 
 @dataclass
@@ -375,29 +385,26 @@ class TorchBackend(Backend):
         """evals/s of full buckets on board ``n``. CUDA: every bucket up to
         four times ``batch_size``'s (at most 1024), each captured graph timed
         with CUDA events over a few replays. CPU: batch 1, 8 and
-        ``batch_size``, skipping sizes whose run would take over a second."""
+        ``batch_size``, each after ``CPU_WARM_PASSES`` untimed passes, as its
+        fastest pass of at least ``CPU_MIN_PASSES`` (more while
+        ``CPU_PASS_BUDGET_S`` lasts): on a loaded machine a pass waits for
+        its threads' cores, and the fastest pass is the backend's own speed.
+        Sizes whose pass would take over a second are skipped."""
         import torch
 
         top = self.bucket(batch_size)
-        if self.is_cuda:
-            sizes = default_buckets(min(4 * top, max(1024, top)))
-        else:
-            sizes = sorted({1, min(8, top), top})
-        rates: dict[int, float] = {}
-        with torch.inference_mode():
-            for b in sizes:
-                x = np.zeros((b, self.planes, n, n), dtype=np.uint8)
-                if not self.is_cuda:
-                    per_eval = 1.0 / rates[min(rates)] if rates else 0.0
-                    if per_eval * b > 1.0:
+        if not self.is_cuda:
+            rates: dict[int, float] = {}
+            with torch.inference_mode():
+                for b in sorted({1, min(8, top), top}):
+                    if rates and b / rates[min(rates)] > 1.0:
                         continue
-                    self.run(x)  # warm
-                    t0 = time.perf_counter()
-                    reps = 2
-                    for _ in range(reps):
-                        self.run(x)
-                    rates[b] = b * reps / max(time.perf_counter() - t0, 1e-9)
-                    continue
+                    rates[b] = self._best_cpu_rate(np.zeros((b, self.planes, n, n), dtype=np.uint8))
+            return rates
+        rates = {}
+        with torch.inference_mode():
+            for b in default_buckets(min(4 * top, max(1024, top))):
+                x = np.zeros((b, self.planes, n, n), dtype=np.uint8)
                 self.run(x)  # captures the graph (or warms the eager path)
                 reps, total = 5, 0.0
                 for _ in range(reps):
@@ -406,6 +413,19 @@ class TorchBackend(Backend):
                 if total > 0:
                     rates[b] = b * reps / total
         return rates
+
+    def _best_cpu_rate(self, x: np.ndarray) -> float:
+        """evals/s of batch ``x`` on the CPU from its fastest timed pass."""
+        for _ in range(CPU_WARM_PASSES):
+            self.run(x)
+        fastest, passes = float("inf"), 0
+        stop = time.perf_counter() + CPU_PASS_BUDGET_S
+        while passes < CPU_MIN_PASSES or (passes < CPU_MAX_PASSES and time.perf_counter() < stop):
+            t0 = time.perf_counter()
+            self.run(x)
+            fastest = min(fastest, time.perf_counter() - t0)
+            passes += 1
+        return x.shape[0] / max(fastest, 1e-9)
 
     def close(self) -> None:
         """Drop the CUDA graphs (pinned input buffers stay valid: callers may

@@ -15,10 +15,13 @@ status      ``engine.status()``: a plain dict (it crosses process
             boundaries) with the merged counters, the loop's CPU time, the
             live settings, ``warm_at`` (elapsed seconds at the first
             status after a move was played: rates count from there), the
-            games in progress and the device's own
+            games in progress, ``draining`` (True once no new game will
+            start: the run's last games, or a stop) and the device's own
             speed (``device_rates``: evals/s per full bucket, measured by the
             backend when the run starts, on the largest board;
-            ``device_best``: the best of them, 0 for the random network).
+            ``device_best``: the best rate measured on any of the run's
+            board sizes, raised to the fastest batch the run has seen
+            (``Counters.best_rate``); 0 for the random network).
             ``selfplay/report.figures`` turns two of them into the figures
             the TUI shows.
 controls    ``set_batch_size``, ``set_parallel_games``, ``set_timeout_ms``,
@@ -83,6 +86,7 @@ class Engine:
         self._t0 = time.perf_counter()
         self._done: asyncio.Event | None = None
         self.device_rates: dict[int, float] = {}
+        self.measured_best = 0.0  # the best rate measured at start on any board size
         self._warm_at: float | None = None  # elapsed seconds when the first move was played
         weights = np.asarray(cfg.board_size_weights or [1.0] * len(cfg.board_sizes), dtype=np.float64)
         self._size_p = weights / weights.sum()
@@ -187,7 +191,7 @@ class Engine:
     async def run(self) -> None:
         """Play until ``num_games`` are done or ``stop()``; then write what is
         pending (whole games only)."""
-        self.device_rates = self.backend.measure_rates(max(self.cfg.board_sizes), self.cfg.batch_size)
+        self._measure_device()
         self._clock = LoopClock()
         self._t0 = time.perf_counter()
         self._done = asyncio.Event()
@@ -198,6 +202,15 @@ class Engine:
         self.writer.close()
         if self._error is not None:
             raise self._error
+
+    def _measure_device(self) -> None:
+        """The device's rates on every board size the run plays: those of
+        the largest board go to ``device_rates`` (the verdict's batch
+        advice), the best of them all to ``measured_best``."""
+        sizes = sorted(set(self.cfg.board_sizes))
+        by_size = {n: self.backend.measure_rates(n, self.cfg.batch_size) for n in sizes}
+        self.device_rates = by_size[sizes[-1]]
+        self.measured_best = max((r for rates in by_size.values() for r in rates.values()), default=0.0)
 
     def close(self) -> None:
         """Stop the batchers, the inference worker and the writer (which
@@ -229,7 +242,8 @@ class Engine:
                 "batches_in_flight": self.worker.dispatch.bound,
             },
             "device_rates": dict(self.device_rates),
-            "device_best": max(self.device_rates.values(), default=0.0),
+            "device_best": max(self.measured_best, counters.get("best_rate", 0.0)) if self.measured_best > 0 else 0.0,
+            "draining": not self._want_more_games(),
             "games": [asdict(g) for g in self.live.values()],
             "finished": self.finished,
             "chunks": self.writer.chunks_written,

@@ -5,11 +5,13 @@ Vocabulary
 ----------
 aggregate   several processes' status dicts -> one: counters added up, loop
             CPU time summed, number of loops, per-process loop clocks, the
-            settings of the first.
+            settings of the first, the device's best rate
+            (``device_best_of``) and ``draining`` (every process has
+            started its last game).
 figures     ``rates`` between two aggregates plus what needs the processes
             apart: loop busy per process (and its maximum), GPU busy per
             device (busy time summed over the processes sharing it, capped
-            at 100%), games in progress.
+            at 100%), games in progress, ``draining``.
 Window      keeps recent aggregates and gives figures over the last
             ``seconds`` (and over the whole run).
 host_load   the machine's 1-minute load average per core: above 1 with fewer
@@ -17,7 +19,10 @@ host_load   the machine's 1-minute load average per core: above 1 with fewer
 History     the figures of every update over the last minute, for sparklines.
 Verdict     ``diagnose(figures, settings)``: which side limits, as a ``kind``
             (one of ``KINDS``) and a one-line text with the numbers and the
-            lever to pull. ``verdict()`` returns the text alone.
+            lever to pull. ``verdict()`` returns the text alone. While the
+            run drains (no new game starts) with fewer games left than the
+            rule of thumb wants, or where the advice would be more games,
+            the verdict is "finishing": no setting helps a run's last games.
 rule of thumb  enough games for two batches of requests in flight, so one
             batch fills while the other runs: each game has up to
             ``leaves_per_await`` requests waiting, hence ``parallel_games``
@@ -45,7 +50,7 @@ FULL_BATCH = 0.90  # batch fill from which batches count as full
 BUCKET_GAIN = 1.10  # a larger batch must promise this much more evals/s to be advised
 GAMES_PER_BATCH = 2  # the rule of thumb: parallel_games ~ 2 x batch_size / leaves_per_await
 
-KINDS = ("warming up", "paused", "device-bound", "batch too small", "fragmented", "starved", "CPU-bound",
+KINDS = ("warming up", "paused", "finishing", "device-bound", "batch too small", "fragmented", "starved", "CPU-bound",
          "contended", "latency-bound", "balanced")
 
 
@@ -60,7 +65,8 @@ def aggregate(statuses: list[dict]) -> dict:
         "procs": {str(s.get("pid", i)): (s["t"], s["loop_cpu_s"]) for i, s in enumerate(statuses)},
         "counters": merge([s["counters"] for s in statuses]),
         "settings": statuses[0]["settings"],
-        "device_best": max(s.get("device_best", 0.0) for s in statuses),  # per device (they share one kind)
+        "device_best": device_best_of(statuses),
+        "draining": all(s.get("draining", False) for s in statuses),
         "device_rates": device_rates_of(statuses),
         "warm_at": None if any(s.get("warm_at") is None for s in statuses)
         else max(s["warm_at"] for s in statuses),
@@ -69,6 +75,18 @@ def aggregate(statuses: list[dict]) -> dict:
         "chunks": sum(s["chunks"] for s in statuses),
         "positions_written": sum(s["positions_written"] for s in statuses),
     }
+
+
+def device_best_of(statuses) -> float:
+    """One device's best evals/s from engine statuses. Processes on one GPU
+    (or the device model) each measure the whole device: the largest. On
+    the CPU each process runs its own share of the cores: the sum. Several
+    devices are of one kind; the largest of them counts (``add_efficiency``
+    multiplies by the number of devices)."""
+    per_device: dict[str, list[float]] = {}
+    for s in statuses:
+        per_device.setdefault(str(s.get("settings", {}).get("device", "cpu")), []).append(s.get("device_best", 0.0))
+    return max((sum(v) if d == "cpu" else max(v) for d, v in per_device.items()), default=0.0)
 
 
 def device_rates_of(statuses) -> dict:
@@ -112,6 +130,7 @@ def figures(a: dict | None, b: dict, devices: int = 1) -> dict:
     add_efficiency(r, b.get("device_best", 0.0), int(b.get("settings", {}).get("batch_size", 0)), devices)
     r["device_rates"] = b.get("device_rates") or {}
     r["games_live"] = len(b.get("games", []))
+    r["draining"] = bool(b.get("draining", False))
     r["elapsed"] = b["elapsed"]
     r["host_load"] = host_load()
     r["cores"] = os.cpu_count() or 1
@@ -229,6 +248,32 @@ def _larger_batch(r: dict, b: int, loop: float) -> int | None:
 
 
 def diagnose(r: dict, settings: dict) -> Verdict:
+    """Which side limits throughput (``_diagnose``), except for a run's last
+    games: while the run drains, with fewer games left than
+    ``games_needed`` or a verdict that asks for more games, it is
+    "finishing" (see the vocabulary)."""
+    v = _diagnose(r, settings)
+    if v.kind in ("warming up", "paused") or not r.get("draining"):
+        return v
+    b = int(settings.get("batch_size", 1) or 1)
+    need = games_needed(b, int(settings.get("leaves_per_await", 1) or 1))
+    live = int(r.get("games_live", 0))
+    if live < need or "parallel_games" in v.advice:
+        return Verdict("finishing", f"finishing: {live} game(s) left of the run, no new ones start; "
+                                    f"{_figures_text(r, settings)}: batches of {b} stay part-full until the end")
+    return v
+
+
+def _figures_text(r: dict, settings: dict) -> str:
+    """Busy, efficiency, batch fill and loop, as the verdicts quote them."""
+    eff = r.get("device_efficiency")
+    eff_txt = f", {eff:.0%} of the device's best" if eff is not None else ""
+    return (f"{busy_label(settings)} {r.get('gpu_busy', 0.0):.0%} busy{eff_txt}, batches "
+            f"{r.get('avgBatchSize', 0.0):.0f} of {int(settings.get('batch_size', 1) or 1)}, "
+            f"loop {r.get('loop_busy_max', r.get('loop_busy', 0.0)):.0%}")
+
+
+def _diagnose(r: dict, settings: dict) -> Verdict:
     """Which side limits throughput, from ``figures`` ``r``, and the lever.
 
     Order matters: first a busy device (is it running full batches of a size
@@ -244,15 +289,13 @@ def diagnose(r: dict, settings: dict) -> Verdict:
     dev = busy_label(settings)
     loop = r.get("loop_busy_max", r.get("loop_busy", 0.0))
     gpu = r.get("gpu_busy", 0.0)
-    eff = r.get("device_efficiency")
     b, p = int(settings.get("batch_size", 1) or 1), int(settings.get("parallel_games", 0))
     leaves = int(settings.get("leaves_per_await", 1) or 1)
     procs, cores = int(r.get("procs", 1)), int(r.get("cores", 1))
     avg = r.get("avgBatchSize", 0.0)
     fill = avg / b
     need = games_needed(b, leaves)
-    eff_txt = f", {eff:.0%} of the device's best" if eff is not None else ""
-    figs = f"{dev} {gpu:.0%} busy{eff_txt}, batches {avg:.0f} of {b}, loop {loop:.0%}"
+    figs = _figures_text(r, settings)
     if gpu >= GPU_SATURATED:
         if fill >= FULL_BATCH:
             bigger = _larger_batch(r, b, loop)

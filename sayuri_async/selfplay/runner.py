@@ -14,7 +14,11 @@ engine process  with ``procs > 1`` (or several devices) each process runs its
 lifetime    SIGINT and SIGTERM stop a run cleanly (whole files only), in one
             process or many; engine processes stop the same way when their
             parent dies, SIGKILL included (``lifetime.die_with_parent``), and
-            their writer processes follow them.
+            their writer processes follow them. After the run the handlers
+            it found are back (``run_event_loop``: uvloop leaves its own in
+            place when its loop closes), so a caller's later phases (the RL
+            loop's training and evaluation) get KeyboardInterrupt and its
+            SIGTERM handler again.
 tags        an engine's writer tag (part of every file name) is the run's
             ``fileio.run_stamp()`` (plus ``-p<i>`` per engine process), so no
             run reuses an earlier run's names.
@@ -30,9 +34,10 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import threading
 import time
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable, Coroutine
 
 from ..fileio import run_stamp
 from ..killpoint import kill_point
@@ -64,6 +69,24 @@ def install_uvloop() -> str:
         return "uvloop"
     except ImportError:
         return "asyncio"
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
+    """``asyncio.run(main)``, then the SIGINT and SIGTERM handlers found
+    before it put back: uvloop's loop leaves its own handler in place after
+    it closes, which would swallow every later Ctrl-C and SIGTERM. Off the
+    main thread no handler can be set, and none is touched."""
+    on_main = threading.current_thread() is threading.main_thread()
+    saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS} if on_main else {}
+    try:
+        asyncio.run(main)
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:  # None: a handler not set from Python, nothing to put back
+                signal.signal(sig, handler)
 
 
 def make_engine_backend(cfg: SelfplayConfig, device: str):
@@ -140,7 +163,7 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
             engine.close()
 
     try:
-        asyncio.run(main())
+        run_event_loop(main())
     finally:
         backend.close()
     reporter.close(final)
@@ -190,7 +213,7 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
         install_uvloop()
         backend = make_engine_backend(cfg, device)
         try:
-            asyncio.run(main(backend))
+            run_event_loop(main(backend))
         finally:
             backend.close()
     except Exception as e:

@@ -40,7 +40,7 @@ from .report import LOOP_SATURATED, History, Window, aggregate, diagnose, games_
 SPARK = "▁▂▃▄▅▆▇█"
 PENDING_S = 3.0
 VERDICT_STYLE = {
-    "warming up": "dim", "paused": "yellow", "CPU-bound": "bold red", "starved": "bold yellow",
+    "warming up": "dim", "paused": "yellow", "finishing": "cyan", "CPU-bound": "bold red", "starved": "bold yellow",
     "batch too small": "bold yellow", "GPU-bound": "bold green", "timeouts": "yellow", "contended": "bold red",
     "latency-bound": "yellow", "balanced": "green",
 }
