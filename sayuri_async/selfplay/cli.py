@@ -1,7 +1,11 @@
 """``sayuri-async selfplay``: command-line options over the config file.
 
-Options given on the command line override the file's ``[selfplay]`` table.
-Without ``--weights`` the random backend plays (no GPU work).
+Options given on the command line override the file's ``[selfplay]`` table,
+with the same range checks (``SelfplayConfig.__post_init__``), an error
+naming the option. Without ``--weights`` the random backend plays (no GPU
+work). Ctrl-C or SIGTERM stops the run cleanly (the games in flight end,
+every file is whole) and the command exits 130 or 143 (``usererror``'s
+signal rule); ``q`` in the live view and ``--num-games`` reached exit 0.
 """
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..configfile import ConfigError
-from ..usererror import ArgumentParser, answered, check_device, input_file, output_folder
+from ..usererror import ArgumentParser, answered, check_device, input_file, output_folder, stopped_by
 from .config import add_device_model_options, device_model_overrides, load_selfplay_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "selfplay-9x9.toml"
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.weights:
         input_file(cfg.weights, named("weights", args.weights), "weights file")
     check_device(cfg.device, named("device", args.device), allow=(r"model(:\d+)?",))
-    output_folder(cfg.out, named("out", args.out))
+    output_folder(cfg.out, named("out", args.out), inputs=[cfg.weights, config])
     from .report import PlainReporter
     from .runner import SelfplayError, run_selfplay
 
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"self-play: {net} on {cfg.device}, boards {cfg.board_sizes}, {cfg.parallel_games} games x "
               f"{cfg.procs} proc(s), batch {cfg.batch_size}, playouts {cfg.playouts}, out {cfg.out}", flush=True)
     try:
-        run_selfplay(cfg, reporter)
+        run_selfplay(cfg, reporter, on_signal=stopped_by)
     except SelfplayError as e:  # a failure during the run (a full disk, a crashed engine)
         print(f"sayuri-async selfplay: {e}", file=sys.stderr)
         return 1

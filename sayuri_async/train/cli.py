@@ -7,18 +7,91 @@ to *reach* (a resumed run at step 3000 with ``--steps 5000`` does 2000 more).
 (``WORLD_SIZE`` set) the option is ignored. A run folder that already holds
 a run is refused (exit 2) unless ``--resume`` or ``--auto-resume`` is given
 (see ``trainer``'s "run folder").
+
+Checked before anything is built: the numbers (``TrainOptions``, and the
+file's sections for ``--workers``), the size of the ``[model]`` network
+(``net.weights.MAX_BLOCKS``, ``MAX_WIDTH``), and that ``--init``'s network
+reads the planes the newest chunks hold (``check_init_encoder``: a sayuri-v3
+network on simple-v1 chunks is refused naming both encoders). Ctrl-C exits
+130 and SIGTERM 143, the last checkpoint standing (``usererror``).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
-from sayuri_async.configfile import CommandLine
+from sayuri_async.configfile import CommandLine, between, from_options
 from sayuri_async.train.config import ConfigError, load_config, override
-from sayuri_async.usererror import (ArgumentParser, UserError, answered, check_device, exit_status, input_file,
-                                    output_folder)
+from sayuri_async.usererror import (ArgumentParser, Terminated, UserError, answered, check_device, exit_status,
+                                    input_file, output_folder)
+
+PEEK_CHUNKS = 64  # chunks looked at (newest names first) to learn the data's encoder
+
+
+@dataclass
+class TrainOptions:
+    """The command line's own numbers, range-checked as every setting is
+    (``configfile``): an error names the option."""
+    steps: int | None = None
+    nproc: int = 1
+
+    def __post_init__(self) -> None:
+        if self.steps is not None:
+            between(self, 0, 1_000_000_000_000, "steps")
+        between(self, 1, 1024, "nproc")
+
+
+def network_encoder(path: str) -> str | None:
+    """The planes the network in ``path`` reads, from its header alone (None
+    when the header does not say: the trainer's own checks then speak)."""
+    from sayuri_async.net.weights import WeightsError, read_header
+    from sayuri_async.sayuri.encoder import NAME as SAYURI_ENCODER
+    from sayuri_async.sayuri.weights import is_sayuri_file
+
+    if is_sayuri_file(path):
+        return SAYURI_ENCODER
+    try:
+        md = read_header(path)
+        return str(md.get("encoder") or json.loads(md.get("config", "{}")).get("encoder") or "") or None
+    except (WeightsError, ValueError, AttributeError, RecursionError):
+        return None
+
+
+def chunk_encoders(folder: str, board_size: int) -> dict[str, int]:
+    """The encoders of the newest chunks of ``board_size`` under ``folder``
+    (by name, at most ``PEEK_CHUNKS`` looked at): encoder to count."""
+    from sayuri_async.chunkfile import ChunkError, peek_chunk
+
+    seen: dict[str, int] = {}
+    names = sorted((p for p in Path(folder).rglob("*.npz") if not p.name.startswith(".")),
+                   key=lambda p: p.name, reverse=True)
+    for path in names[:PEEK_CHUNKS]:
+        try:
+            _, meta = peek_chunk(path)
+        except (ChunkError, OSError):
+            continue
+        if meta.get("board_size") == board_size:
+            enc = str(meta.get("encoder", ""))
+            seen[enc] = seen.get(enc, 0) + 1
+    return seen
+
+
+def check_init_encoder(init: str, folder: str, board_size: int) -> None:
+    """UserError when ``init``'s network reads other planes than every one
+    of the newest chunks holds, naming both encoders."""
+    want = network_encoder(init)
+    found = chunk_encoders(folder, board_size)
+    if want is None or not found or want in found:
+        return
+    held = ", ".join(f"{enc} ({n} chunk{'s' if n > 1 else ''})" for enc, n in sorted(found.items()))
+    raise UserError(f"--init {init}: the network reads {want} planes, but the newest {board_size}x{board_size} "
+                    f"chunks under {folder} hold {held}: the encoders differ; train it on {want} chunks "
+                    f"(import-data or import-sgf --encoder {want}, or self-play with this network)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,18 +135,29 @@ def _launch(nproc: int, argv: list[str]) -> int:
     return subprocess.call(cmd)
 
 
+def _check_model_size(cfg, source: str) -> None:
+    """ConfigError when ``[model]`` describes a network over the size limits
+    (checked before the network is allocated)."""
+    from sayuri_async.net.model import NetConfig
+    from sayuri_async.net.weights import net_size_problem
+    from sayuri_async.sayuri.weights import config_from_dict, sayuri_size_problem
+
+    try:
+        net = config_from_dict(cfg.model)
+    except (TypeError, ValueError):
+        return  # the trainer's own checks name the key
+    problem = net_size_problem(net) if isinstance(net, NetConfig) else sayuri_size_problem(net)
+    if problem:
+        raise ConfigError(f"{source}: [model] describes a network of {problem}")
+
+
 @answered("train")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
-    if args.nproc < 1:
-        print("sayuri-async train: --nproc must be at least 1", file=sys.stderr)
-        return 2
+    from_options(TrainOptions, {"steps": args.steps, "nproc": args.nproc})
     if args.nproc > 1 and "WORLD_SIZE" not in os.environ:
         return _launch(args.nproc, argv)
-    if args.steps is not None and args.steps < 0:
-        print("sayuri-async train: --steps must not be negative", file=sys.stderr)
-        return 2
     try:
         cfg = load_config(args.config)
         if args.data is not None:
@@ -96,10 +180,13 @@ def main(argv: list[str] | None = None) -> int:
                         f"(self-play writes its chunks under <out>/data)")
     if args.init is not None:
         input_file(args.init, "--init", "weights file")
+        check_init_encoder(args.init, cfg.data.dir, cfg.data.board_size)
+    elif not args.resume and not args.auto_resume:
+        _check_model_size(cfg, args.config)
     if cfg.run.device != "auto":
         check_device(cfg.run.device, named("--device", "run", "device", args.device))
     if int(os.environ.get("RANK", "0")) == 0:
-        output_folder(cfg.run.out, named("--out", "run", "out", args.out))
+        output_folder(cfg.run.out, named("--out", "run", "out", args.out), inputs=[args.init, args.config])
     from sayuri_async.train.errors import TrainError
     from sayuri_async.train.trainer import train
 
@@ -117,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sayuri-async train: interrupted (the last checkpoint stands)", file=sys.stderr)
         return 130
+    except Terminated:
+        print("sayuri-async train: terminated by SIGTERM (the last checkpoint stands)", file=sys.stderr)
+        return Terminated.exit_status
     if int(os.environ.get("RANK", "0")) == 0:
         done = f"done: step {result.steps}, {result.samples} samples"
         if result.export:
