@@ -33,6 +33,16 @@ size limits ``check_chunk_sizes``: checked on the zip directory before
             claims, and all arrays together take at most
             ``position_bytes_bound`` bytes a position (``MAX_CHUNK_BYTES`` in
             all) uncompressed, the ``meta`` entry at most ``MAX_META_BYTES``.
+values      ``check_values``, on every read: the contract of each field's
+            values (``docs/data-format.md``, "Values"): distributions
+            (``policy``, ``opp_policy``, ``wdl``) finite, not negative, rows
+            summing to 1 within ``SUM_TOLERANCE`` (or all zeros where the
+            format allows), actions, owners and sides in range, ``score``
+            and ``score_avg`` within ``score_limit``, ``komi`` within
+            ``KOMI_LIMIT``, Q and root values in range (``VALUE_TOLERANCE``
+            of rounding), NaN only where it means "unknown" (``q_avg``,
+            ``score_avg``). The ChunkError names the field and its first bad
+            row.
 peek        ``peek_chunk``: positions and meta from the headers only.
 """
 from __future__ import annotations
@@ -101,7 +111,9 @@ OPTIONAL = (
     Field("policy_kld", np.float32, ("M",)),
 )
 FIELDS = {f.name: f for f in (*REQUIRED, *OPTIONAL)}
-FINITE = ("policy", "wdl", "score", "opp_policy")  # fields that must hold finite values
+SUM_TOLERANCE = 0.01  # how far a distribution's row sum (policy, opp_policy, wdl) may be from 1
+VALUE_TOLERANCE = 1e-3  # rounding room around the 0..1 of root_value and the -1..1 of q_avg
+KOMI_LIMIT = 2 * 25 * 25  # |komi| at most twice the largest board's area
 _NAME = re.compile(r"chunk-(\d+)-")
 
 
@@ -191,16 +203,96 @@ def check_arrays(path: str | os.PathLike, n: int, c: int, arrays: dict[str, Any]
     return m
 
 
+def score_limit(n: int, komi: np.ndarray | float) -> np.ndarray | float:
+    """The largest ``|score|`` (and ``|score_avg|``) a chunk of ``n``x``n``
+    may hold at komi ``komi``: ``2 * n * n + |komi|`` (an area count is at
+    most ``n * n``; the rest leaves room for the territory counts of
+    imported records)."""
+    return 2 * n * n + np.abs(komi)
+
+
+def _bad(path: str | os.PathLike, key: str, what: str, rows: np.ndarray) -> ChunkError:
+    """The error for field ``key`` failing in ``rows`` (a bool mask over positions)."""
+    first = int(np.argmax(rows))
+    count = int(rows.sum())
+    return ChunkError(f"{path}: {key!r} {what} ({count} position(s), the first at row {first})")
+
+
+def _rows(mask: np.ndarray) -> np.ndarray:
+    """A per-position bool mask from a per-value one (any over the non-first axes)."""
+    return mask.reshape(len(mask), -1).any(axis=1) if mask.ndim > 1 else mask
+
+
+def _check_distribution(path: str | os.PathLike, key: str, p: np.ndarray, full: np.ndarray | None) -> None:
+    """Non-negative rows that sum to 1 (``SUM_TOLERANCE``) or are all zeros;
+    the rows of ``full`` (when given) must sum to 1."""
+    if not np.isfinite(p).all():
+        raise _bad(path, key, "holds NaN or infinite values", _rows(~np.isfinite(p)))
+    if (p < 0).any():
+        raise _bad(path, key, "holds negative values", _rows(p < 0))
+    sums = p.astype(np.float64).sum(axis=1)
+    one = np.abs(sums - 1.0) <= SUM_TOLERANCE
+    if not (one | (sums == 0)).all():
+        raise _bad(path, key, "has rows that neither sum to 1 nor are all zeros", ~(one | (sums == 0)))
+    if full is not None and not one[full].all():
+        raise _bad(path, key, "has full-search rows that do not sum to 1", full & ~one)
+
+
+def _check_range(path: str | os.PathLike, key: str, a: np.ndarray, lo: float | np.ndarray,
+                 hi: float | np.ndarray, unknown_nan: bool = False) -> None:
+    """Finite values in ``lo..hi`` (arrays: one bound per position); NaN
+    allowed (unknown) when ``unknown_nan``."""
+    known = None
+    if a.dtype.kind == "f":
+        nan = np.isnan(a)
+        if nan.any() and not unknown_nan:
+            raise _bad(path, key, "holds NaN", _rows(nan))
+        if np.isinf(a).any():
+            raise _bad(path, key, "holds infinite values", _rows(np.isinf(a)))
+        known = ~nan if unknown_nan else None
+    shape = (len(a),) + (1,) * (a.ndim - 1)
+    lo_b = np.reshape(lo, shape) if np.ndim(lo) else lo
+    hi_b = np.reshape(hi, shape) if np.ndim(hi) else hi
+    out = (a < lo_b) | (a > hi_b)
+    if known is not None:
+        out &= known
+    if out.any():
+        bounds = f"|{key}| at most 2*N*N + |komi|" if np.ndim(hi) else f"{lo:g}..{hi:g}"
+        raise _bad(path, key, f"out of range ({bounds})", _rows(out))
+
+
 def check_values(path: str | os.PathLike, n: int, arrays: dict[str, Any]) -> None:
-    """ChunkError for values no writer makes: non-finite targets, actions
-    or owners out of range."""
-    for key in FINITE:
-        if key in arrays and not np.isfinite(arrays[key]).all():
-            raise ChunkError(f"{path}: {key!r} holds non-finite values")
-    if ((arrays["next_action"] < -1) | (arrays["next_action"] >= n * n + 1)).any():
-        raise ChunkError(f"{path}: 'next_action' out of range")
-    if (np.abs(arrays["ownership"]) > 1).any():
-        raise ChunkError(f"{path}: 'ownership' outside -1..1")
+    """ChunkError, naming the field, for values that break the format's
+    contract (``docs/data-format.md``, "values"): NaN or infinity where a
+    number is due, distributions that are negative or do not sum to 1,
+    actions, owners, sides, results, Q and scores out of range."""
+    a = n * n + 1
+    full = arrays["full_search"].astype(bool)
+    _check_distribution(path, "policy", arrays["policy"], full)
+    if "opp_policy" in arrays:
+        _check_distribution(path, "opp_policy", arrays["opp_policy"], None)
+    wdl = arrays["wdl"]
+    _check_range(path, "wdl", wdl, 0.0, 1.0)
+    off = np.abs(wdl.astype(np.float64).sum(axis=1) - 1.0) > SUM_TOLERANCE
+    if off.any():
+        raise _bad(path, "wdl", "has rows that do not sum to 1", off)
+    _check_range(path, "komi", arrays["komi"], -KOMI_LIMIT, KOMI_LIMIT)
+    limit = score_limit(n, arrays["komi"].astype(np.float64))
+    _check_range(path, "score", arrays["score"], -limit, limit)
+    _check_range(path, "action", arrays["action"], -1, a - 1)  # -1: unknown (import-data)
+    _check_range(path, "next_action", arrays["next_action"], -1, a - 1)
+    _check_range(path, "ownership", arrays["ownership"], -1, 1)
+    _check_range(path, "to_move", arrays["to_move"], 1, 2)
+    _check_range(path, "game", arrays["game"], 0, np.iinfo(np.int32).max)
+    _check_range(path, "root_value", arrays["root_value"], -VALUE_TOLERANCE, 1.0 + VALUE_TOLERANCE)
+    if "q_avg" in arrays:
+        _check_range(path, "q_avg", arrays["q_avg"], -1.0 - VALUE_TOLERANCE, 1.0 + VALUE_TOLERANCE, unknown_nan=True)
+    if "score_avg" in arrays:
+        _check_range(path, "score_avg", arrays["score_avg"], -limit, limit, unknown_nan=True)
+    if "stddev" in arrays:
+        _check_range(path, "stddev", arrays["stddev"], 0.0, np.inf)
+    if "policy_kld" in arrays:
+        _check_range(path, "policy_kld", arrays["policy_kld"], -np.inf, np.inf)
 
 
 def _check_meta(path: str | os.PathLike, meta: Any) -> tuple[int, int, str]:

@@ -16,7 +16,13 @@ temporary name  ``.<name>.<pid>-<host>-<random>.tmp`` in the target's
             it; ``<pid>`` and ``<host>`` (8 hex digits of a hash of the host
             name) say who is writing it.
 mode        files are created as a plain ``open()`` creates them: 0666 less
-            the umask (``tempfile.mkstemp`` would make them 0600).
+            the umask (``tempfile.mkstemp`` would make them 0600). A writer
+            that puts its own file at the temporary name (safetensors'
+            ``save_file`` does, with mode 0600) gets that mode set back
+            before the rename.
+append      ``append_whole(path, data)``: appends ``data`` in full or not
+            at all; on a failed write (a full disk) the file is cut back to
+            its old length, so a log never ends in half a row.
 stale       a temporary of this program's pattern whose writer is gone:
             written on this host by a process no longer alive, or (any
             host, and the ``mkstemp`` names of earlier versions) untouched
@@ -57,7 +63,8 @@ def temp_name(target: Path) -> Path:
     return target.with_name(f".{target.name}.{os.getpid()}-{HOST}-{secrets.token_hex(4)}.tmp")
 
 
-def _create_temp(target: Path) -> Path:
+def _create_temp(target: Path) -> tuple[Path, int]:
+    """A new empty temporary for ``target`` and its mode (0666 less the umask)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     while True:
         tmp = temp_name(target)
@@ -65,8 +72,18 @@ def _create_temp(target: Path) -> Path:
             fd = os.open(tmp, flags, 0o666)  # the umask applies, as for open()
         except FileExistsError:
             continue
-        os.close(fd)
-        return tmp
+        try:
+            mode = os.fstat(fd).st_mode & 0o777
+        finally:
+            os.close(fd)
+        return tmp, mode
+
+
+def _keep_mode(tmp: Path, mode: int) -> None:
+    """Give ``tmp`` the mode it was created with, should its writer have
+    replaced the file with one of another mode (see "mode")."""
+    if os.name == "posix" and os.stat(tmp).st_mode & 0o777 != mode:
+        os.chmod(tmp, mode)
 
 
 def _fsync_file(path: Path) -> None:
@@ -99,9 +116,10 @@ def _commit_new(tmp: Path, target: Path) -> None:
 def atomic_path(path: str | os.PathLike, replace: bool = True) -> Iterator[Path]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _create_temp(target)
+    tmp, mode = _create_temp(target)
     try:
         yield tmp
+        _keep_mode(tmp, mode)
         _fsync_file(tmp)
         kill_point(f"rename:{target.name}")  # written and synced, not yet renamed
         if replace:
@@ -137,6 +155,23 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes, replace: bool = Tru
 def write_text_atomic(path: str | os.PathLike, text: str, replace: bool = True) -> None:
     """UTF-8 text, written as is (no newline translation)."""
     write_bytes_atomic(path, text.encode("utf-8"), replace=replace)
+
+
+def append_whole(path: str | os.PathLike, data: bytes) -> None:
+    """Append ``data`` to ``path`` (created when absent) whole or not at
+    all: a failed write cuts the file back to its old length (see "append")."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except BaseException:
+            os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -18,6 +18,8 @@ def arrays(m: int = M) -> dict[str, np.ndarray]:
     out = {f.name: np.zeros(f.shape(m, N, C), dtype=np.float64 if f.kind == "f" else
                             np.int64 if f.kind == "i" else np.uint8 if f.kind == "u" else bool) for f in REQUIRED}
     out["next_action"][:] = -1
+    out["wdl"][:, 1] = 1.0  # a jigo: a result row sums to 1
+    out["to_move"][:] = 1
     return out
 
 

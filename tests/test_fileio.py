@@ -106,3 +106,66 @@ def test_atomic_path_removes_its_temporary_when_the_write_fails(tmp_path):
             tmp.write_text("{")
             raise RuntimeError("serialising failed")
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_a_writer_that_makes_its_own_0600_file_still_gets_the_umask_mode(tmp_path):
+    old = os.umask(0o022)
+    try:
+        with atomic_path(tmp_path / "net-s000000005.safetensors") as tmp:
+            tmp.unlink()  # as safetensors' save_file does: a file of its own, mode 0600
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.write(fd, b"weights")
+            os.close(fd)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "net-s000000005.safetensors").stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_step_exports_are_readable_by_others_under_the_usual_umask(tmp_path):
+    from sayuri_async.net.model import Net, NetConfig
+    from sayuri_async.train.checkpoint import export_weights
+
+    old = os.umask(0o022)
+    try:
+        path = export_weights(tmp_path, "net", 5, Net(NetConfig(blocks=1, channels=8)), {})
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "weights" / "net-latest.safetensors").stat().st_mode & 0o777 == 0o644
+
+
+def _full_disk_after(monkeypatch, allowed: int) -> None:
+    """os.write writes ``allowed`` bytes in all, then fails with ENOSPC."""
+    real = os.write
+    left = [allowed]
+
+    def write(fd, data):
+        if left[0] <= 0:
+            raise OSError(28, "No space left on device")
+        n = real(fd, bytes(data)[:left[0]])
+        left[0] -= n
+        return n
+
+    monkeypatch.setattr(os, "write", write)
+
+
+@pytest.mark.parametrize("allowed", [0, 1, 7])
+def test_a_failed_append_leaves_the_file_as_it_was(tmp_path, monkeypatch, allowed):
+    path = tmp_path / "train_log.csv"
+    fileio.append_whole(path, b"step,loss\n1,2.5\n")
+    _full_disk_after(monkeypatch, allowed)
+    with pytest.raises(OSError, match="No space"):
+        fileio.append_whole(path, b"2,2.25\n3,2.125\n")
+    assert path.read_bytes() == b"step,loss\n1,2.5\n"
+    monkeypatch.undo()
+    fileio.append_whole(path, b"2,2.25\n")
+    assert path.read_bytes() == b"step,loss\n1,2.5\n2,2.25\n"
+
+
+def test_an_append_written_in_pieces_lands_whole(tmp_path, monkeypatch):
+    real = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real(fd, bytes(data)[:3]))  # short writes, no error
+    fileio.append_whole(tmp_path / "log.csv", b"step,loss\n1,2.5\n")
+    assert (tmp_path / "log.csv").read_bytes() == b"step,loss\n1,2.5\n"

@@ -17,10 +17,18 @@ Vocabulary:
   log         ``<out>/train_log.csv``: one row per logging interval (columns
               ``log_columns``: ``LOG_COLUMNS``, plus a Sayuri net's other
               losses); on resume, rows after the checkpoint's step are
-              dropped so the file reads as one uninterrupted run.
-  unreadable  a checkpoint that fails to load is renamed
-              ``ckpt-<step>.pt.unreadable`` (out of the rotation, kept to look
-              at) and the next older one is tried: ``newest_readable``.
+              dropped so the file reads as one uninterrupted run. A row is
+              appended whole or not at all (a full disk leaves the file as
+              it was: ``fileio.append_whole``).
+  unreadable  a checkpoint that fails to load (truncated, empty, not ours)
+              is renamed ``ckpt-<step>.pt.unreadable`` (out of the rotation,
+              kept to look at; ``ckpt-<step>-2.pt.unreadable`` and so on when
+              that name is taken, so none replaces another) and the next
+              older one is tried: ``newest_readable``.
+  retention   ``save_checkpoint`` keeps the newest ``keep`` checkpoints and
+              deletes older ones, but never the one the run resumed from
+              (``spare``): while the run lasts it is the last known good
+              state.
   earlier run  ``earlier_run(out)``: what a run already left in a folder
               (checkpoints, exports, a log with rows), so that a fresh start
               does not write over it.
@@ -39,7 +47,7 @@ from typing import Any, Callable
 
 import torch
 
-from sayuri_async.fileio import clean_stale_temps, write_bytes_atomic
+from sayuri_async.fileio import append_whole, clean_stale_temps, write_bytes_atomic
 from sayuri_async.train.losses import SAYURI_LOSS_NAMES
 
 CHECKPOINT_FORMAT = "sayuri-async-train-checkpoint"
@@ -77,15 +85,19 @@ def list_checkpoints(out: str | os.PathLike) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def save_checkpoint(out: str | os.PathLike, step: int, state: dict[str, Any], keep: int) -> Path:
-    """Write ``state`` as the checkpoint for ``step``; keep the newest ``keep``."""
+def save_checkpoint(out: str | os.PathLike, step: int, state: dict[str, Any], keep: int,
+                    spare: Path | None = None) -> Path:
+    """Write ``state`` as the checkpoint for ``step``; keep the newest
+    ``keep`` and ``spare`` (the checkpoint the run resumed from: see
+    "retention")."""
     state = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **state}
     buf = io.BytesIO()
     torch.save(state, buf)
     path = checkpoint_path(out, step)
     atomic_write_bytes(path, buf.getvalue())
     for _, old in list_checkpoints(out)[:-keep]:
-        old.unlink(missing_ok=True)
+        if spare is None or old.name != Path(spare).name:
+            old.unlink(missing_ok=True)
     return path
 
 
@@ -115,10 +127,21 @@ def newest_readable(out: str | os.PathLike, warn: Callable[[str], None]) -> tupl
         try:
             return path, load_checkpoint(path)
         except CheckpointError as e:
-            aside = path.with_name(path.name + UNREADABLE_SUFFIX)
-            os.replace(path, aside)
+            aside = set_aside(path)
             warn(f"{e}; renamed it {aside.name} and took the next older checkpoint")
     return None
+
+
+def set_aside(path: Path) -> Path:
+    """Rename an unreadable checkpoint out of the rotation (see "unreadable")
+    without replacing an earlier one set aside; returns its new path."""
+    aside = path.with_name(path.name + UNREADABLE_SUFFIX)
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.stem}-{n}{path.suffix}{UNREADABLE_SUFFIX}")
+    os.rename(path, aside)
+    return aside
 
 
 def earlier_run(out: str | os.PathLike, name: str) -> list[Path]:
@@ -189,9 +212,11 @@ class CsvLog:
         atomic_write_bytes(self.path, buf.getvalue().encode())
 
     def write(self, row: dict[str, float | int]) -> None:
-        with open(self.path, "a", newline="") as f:
-            csv.DictWriter(f, self.columns, extrasaction="ignore").writerow(
-                {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+        """Append one row, whole or not at all (``fileio.append_whole``)."""
+        buf = io.StringIO()
+        csv.DictWriter(buf, self.columns, extrasaction="ignore").writerow(
+            {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+        append_whole(self.path, buf.getvalue().encode())
 
 
 def _int(text: str | None) -> int:

@@ -25,6 +25,14 @@ one home). Bad chunks (truncated, wrong shapes, wrong format or size) are
 skipped with a warning naming the file; the warning travels with the next
 batch so the training process prints it.
 
+Workers: ``make_loader`` runs the stream in ``[data] workers`` processes.
+A worker ends quietly (status 0) on SIGTERM, whoever sends it: a SIGTERM to
+the whole process group stops training through the main process's own
+handler (one line, exit status 143), not through torch's "DataLoader worker
+... is killed by signal: Terminated" error. A worker that dies otherwise
+(the out-of-memory killer's SIGKILL) surfaces as torch's RuntimeError;
+``worker_failure`` reads it, and the trainer stops with one line.
+
 Optional targets (``chunkfile.OPTIONAL``: ``opp_policy``, ``q_avg``,
 ``score_avg``, ``stddev``, ``policy_kld``) are checked when a chunk has them.
 A chunk without ``opp_policy`` gets the one-hot of its
@@ -35,6 +43,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -377,4 +387,36 @@ def make_loader(stream: ChunkStream, pin_memory: bool, prefetch_batches: int = 4
 
 
 def _worker_init(_: int) -> None:
+    """One thread per worker; SIGTERM ends a worker quietly (see "workers")."""
     torch.set_num_threads(1)
+    signal.signal(signal.SIGTERM, _end_quietly)
+
+
+def _end_quietly(_signum: int, _frame: object) -> None:
+    os._exit(0)
+
+
+_WORKER_FAILURE = re.compile(r"DataLoader worker \(pid(?:\(s\))? (?P<pids>[\d, ]+)\) "
+                             r"(?:is killed by signal: (?P<signal>[^.]+)|exited unexpectedly"
+                             r"(?: with exit code (?P<code>-?\d+))?)")
+
+
+_SIGNAL_NAMES = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS",
+                 "Aborted": "SIGABRT", "Interrupt": "SIGINT"}
+
+
+def worker_failure(e: BaseException) -> str | None:
+    """What torch's error ``e`` says of a data-loader worker that ended
+    (killed by a signal, or gone), in a few words; None for another error."""
+    m = _WORKER_FAILURE.search(str(e))
+    if m is None:
+        return None
+    who = f"a data-loader worker (pid {m['pids'].strip()})"
+    if m["signal"]:
+        name = _SIGNAL_NAMES.get(m["signal"].strip(), f"signal {m['signal'].strip()}")
+        oom = " (the out-of-memory killer's signal: fewer [data] workers or a smaller shuffle_buffer need less " \
+              "memory)" if name == "SIGKILL" else ""
+        return f"{who} was killed by {name}{oom}"
+    if m["code"]:
+        return f"{who} exited with status {m['code']}"
+    return f"{who} ended unexpectedly"

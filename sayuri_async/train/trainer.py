@@ -14,6 +14,15 @@ Vocabulary:
                 them.
   run folder    ``run.out``: a fresh start refuses one that holds an earlier
                 run; stale temporaries go at the start (``runfolder.py``).
+  resumed from  the checkpoint a resumed run loaded: the retention rule
+                (``[run] keep_checkpoints``) never deletes it during the run,
+                so a newer one that turns out unreadable always leaves it.
+  stops         a step whose loss or gradients go NaN or infinite is not
+                taken (``step.py``, "finite"): the run ends with one line
+                naming the step and the checkpoint that stands, and writes
+                no checkpoint or export from that state. A data-loader worker
+                that dies (the out-of-memory killer) ends it the same way
+                (``dataset.worker_failure``) instead of torch's traceback.
   at the target  a resumed run already at its step count does no step but
                 still hands back that step's export (the one on disk, or one
                 made now from the checkpoint): the RL loop killed between its
@@ -57,7 +66,7 @@ from sayuri_async.train import checkpoint as ckpt
 from sayuri_async.train.averaging import Averager
 from sayuri_async.train.config import TrainConfig
 from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, list_chunks, make_loader, select_window,
-                                        window_size)
+                                        window_size, worker_failure)
 from sayuri_async.train.distributed import (broadcast, gather, pick_device, rng_state, set_rng_state,
                                             setup_distributed)
 from sayuri_async.train.errors import BadInitWeights, NoTrainingData, NothingToResume, TrainError
@@ -65,7 +74,7 @@ from sayuri_async.train.losses import loss_names
 from sayuri_async.train.progress import Bar, Reporter, RunMessages
 from sayuri_async.train.runfolder import check_fresh_folder, clean_stale
 from sayuri_async.train.schedule import resolve, to_samples
-from sayuri_async.train.step import build_optimizer, train_step
+from sayuri_async.train.step import NonFiniteLoss, build_optimizer, finite_weights, train_step
 
 
 @dataclass
@@ -133,6 +142,7 @@ class Trainer:
         self.step = 0
         self.samples = 0
         self.resumed = bool(resume)
+        self.resumed_from: Path | None = None  # rank 0: the checkpoint resumed from, spared by retention
         self.batches = 0  # batches this rank consumed
         self.positions: dict[int, tuple[int, int, int]] = {}
         self.window: list[tuple[str, int]] = []
@@ -153,6 +163,11 @@ class Trainer:
         self.stream = ChunkStream(self.spec, self.info.rank, start, rotation)
         self.model: nn.Module = self.net
         if self.info.enabled:
+            if cfg.optim.sync_norms:  # batch statistics over the global batch (syncnorm.py)
+                from sayuri_async.train.syncnorm import synchronise_norms
+
+                layers = synchronise_norms(self.net)
+                self.say(f"synchronised batch norms: {layers} layers over {self.info.world} ranks")
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.model = nn.parallel.DistributedDataParallel(self.net, device_ids=ids)
         self.use_bf16 = cfg.run.precision == "bf16" or (
@@ -251,7 +266,7 @@ class Trainer:
             raise NothingToResume(f"--resume: no checkpoint in {ckpt.checkpoint_dir(self.out)} (unreadable ones "
                              f"are renamed *{ckpt.UNREADABLE_SUFFIX})")
         if found is not None:
-            state = found[1]
+            self.resumed_from, state = found
         else:
             try:
                 state = ckpt.load_checkpoint(path)
@@ -313,8 +328,15 @@ class Trainer:
         if any(s != seen[0] for s in seen):
             raise TrainError(f"rank weights diverged at step {self.step}: parameter sums {seen}")
 
+    def refuse_non_finite(self) -> None:
+        """NonFiniteLoss (the step taken) when a weight is NaN or infinite:
+        nothing is saved from such a state."""
+        if not finite_weights(self.net):
+            raise NonFiniteLoss("the weights became NaN or infinite", {}, taken=True)
+
     def save_checkpoint(self) -> str | None:
         self.check_replicas()
+        self.refuse_non_finite()
         mine = {"rng": rng_state(), "batches": self.batches,
                 "positions": {int(k): list(v) for k, v in self.positions.items()}}
         ranks = gather(mine, self.info)
@@ -329,9 +351,11 @@ class Trainer:
                      "workers": self.cfg.data.workers, "seed": self.data_seed},
             "config": self.cfg.to_dict(),
         }
-        return str(ckpt.save_checkpoint(self.out, self.step, state, self.cfg.run.keep_checkpoints))
+        return str(ckpt.save_checkpoint(self.out, self.step, state, self.cfg.run.keep_checkpoints,
+                                        spare=self.resumed_from))
 
     def export(self, losses: dict[str, float]) -> str | None:
+        self.refuse_non_finite()
         if self.info.rank != 0:
             return None
         from sayuri_async.sayuri.weights import new_net
@@ -371,7 +395,33 @@ class Trainer:
         return total, parts, lr
 
     def run(self) -> TrainResult:
-        """Train until ``total_steps``; returns the last logged figures."""
+        """Train until ``total_steps``; returns the last logged figures.
+
+        A step whose loss or gradients are not finite, and a data-loader
+        worker that dies (see "stops"), end the run with a TrainError that
+        says what happened and which checkpoint stands."""
+        failure: TrainError
+        try:
+            return self._run()
+        except NonFiniteLoss as e:
+            step, taken = (self.step, "") if e.taken else (self.step + 1, "the step was not taken and ")
+            failure = NonFiniteLoss(f"step {step}: {e}; {taken}nothing was saved from it: {self._standing()}; "
+                                    "lower the learning rate or check the data", e.parts, e.taken)
+        except RuntimeError as e:
+            what = worker_failure(e)
+            if what is None:
+                raise
+            failure = TrainError(f"{what}; training stopped at step {self.step}: {self._standing()}")
+        raise failure  # outside the handler: torch's error and its frames (the loader) are let go
+
+    def _standing(self) -> str:
+        """Which checkpoint a stopped run leaves (rank 0 looks)."""
+        path = ckpt.latest_checkpoint(self.out) if self.info.rank == 0 else None
+        if path is None:
+            return "no checkpoint was written yet" if self.info.rank == 0 else "the last checkpoint stands"
+        return f"the last checkpoint stands ({path})"
+
+    def _run(self) -> TrainResult:
         result = TrainResult(self.step, self.samples)
         self.say(f"training {self.net_config.short_name} on {self.device} x{self.info.world}, "
                  f"{'bf16' if self.use_bf16 else 'fp32'}, steps {self.step} -> {self.total_steps}\n"
@@ -435,6 +485,7 @@ class Trainer:
         finally:
             if bar is not None:
                 bar[0].stop()
+            _shut_down(it)
             del it
         if first_log is not None and last_log[1] > first_log[1]:  # steady state: between logs
             result.samples_per_s = (last_log[1] - first_log[1]) / max(last_log[0] - first_log[0], 1e-9)
@@ -465,6 +516,14 @@ class Trainer:
         losses = self.messages.interval(means, self.loss_names, self.step, self.samples, lr, speed, wait, elapsed,
                                         bar, self.log)
         return TrainResult(self.step, self.samples, losses, lr, speed, wait)
+
+
+def _shut_down(it: object) -> None:
+    """End a data-loader iterator's workers now, not when its last reference
+    goes (a traceback may hold one)."""
+    shutdown = getattr(it, "_shutdown_workers", None)
+    if callable(shutdown):
+        shutdown()
 
 
 def train(cfg: TrainConfig, steps: int | None = None, init: str | None = None, resume: bool | str = False,
