@@ -31,8 +31,9 @@ signals      one rule for every command: ended by a signal, it exits 128 +
              ``interrupted`` or ``terminated``. A command that stops cleanly
              on a signal instead (self-play finishes the games in flight and
              writes whole files) calls ``stopped_by(signum)`` from its
-             handler, and ``answered`` turns its return into the same 130 or
-             143 with the line ``stopped by SIGINT``. A stop the command asks
+             handler, and ``answered`` turns its return (whatever it is: a
+             sweep cut short reports no result) into the same 130 or 143
+             with the line ``stopped by SIGINT``. A stop the command asks
              for itself (``q`` in the live view, a STOP file, the games or
              steps reached) exits 0. A process forked from the command (a
              data-loader worker) ends on SIGTERM as it would by default.
@@ -205,7 +206,7 @@ def answered(command: str) -> Callable[[Callable[..., int]], Callable[..., int]]
                 _depth[0] -= 1
                 if old is not None:
                     signal.signal(signal.SIGTERM, old)
-            if outermost and _stopped and not status:
+            if outermost and _stopped:  # the signal is why the command ended, whatever it returned
                 signum = _stopped[0]
                 print(f"sayuri-async {command}: stopped by {_signal_name(signum)}", file=sys.stderr, flush=True)
                 status = 128 + signum

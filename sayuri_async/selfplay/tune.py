@@ -519,11 +519,15 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
         spec = from_options(MeasureSpec, {"warmup_s": args.warmup, "window_s": args.window,
                                           "min_windows": args.min_windows, "max_windows": args.max_windows,
                                           "cv_target": args.cv}, SPEC_OPTIONS)
-        points = grid(_games(args.games), _ints(args.batch, "--batch"), _ints(args.procs, "--procs"),
-                      base.search.leaves_per_await)
+        batches, procs = _ints(args.batch, "--batch"), _ints(args.procs, "--procs")
+        for b in batches:  # self-play's own ranges, naming tune's options
+            from_options(SelfplayConfig, {"batch_size": b}, {"batch_size": "--batch"}, base=base)
+        for k in procs:
+            from_options(SelfplayConfig, {"procs": k}, base=base)
+        points = grid(_games(args.games), batches, procs, base.search.leaves_per_await)
         if len(points) > MAX_POINTS:
             raise UserError(f"--games, --batch, --procs: a grid of {len(points)} points, at most {MAX_POINTS}")
-        for pt in points:  # self-play's own ranges, naming tune's options
+        for pt in points:
             from_options(SelfplayConfig, {"parallel_games": pt.parallel_games, "batch_size": pt.batch_size,
                                           "procs": pt.procs},
                          {"parallel_games": "--games", "batch_size": "--batch", "procs": "--procs"}, base=base)
