@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The continuation run of docs/strength.md ("Continuing the shipped network"),
+# kept going across machines that start from a fresh clone.
+#
+#   tools/strength_run.sh start   restore the workspace from its packed copy
+#                                 (logs/strength/continue/workspace.tar) when
+#                                 runs/strength/continue is missing, then run
+#                                 the loop in the background at nice 19
+#   tools/strength_run.sh stop    end the loop (SIGTERM: it stops after the
+#                                 step in progress; a kill at any moment is
+#                                 safe too) and wait for it
+#   tools/strength_run.sh pack    stop, then pack what a resume needs (state,
+#                                 networks, checkpoints, held-out and window
+#                                 chunks; not the SGF files) and copy the
+#                                 curves and the log to logs/strength/continue/
+#   tools/strength_run.sh status  the loop's process and its last lines
+#
+# The workspace, the config and the start network are fixed here:
+# configs/loop-9x9-continue.toml from weights/9x9/gnugo9c-4x48.safetensors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WS=runs/strength/continue
+LOG=runs/strength/continue.log
+KEEP=logs/strength/continue
+CONFIG=configs/loop-9x9-continue.toml
+INIT=weights/9x9/gnugo9c-4x48.safetensors
+BIN=${BIN:-.venv/bin}
+
+pids() { pgrep -f "sayuri-async loop .*--workspace $WS" || true; }
+
+case "${1:-}" in
+  start)
+    if [ -n "$(pids)" ]; then echo "already running: $(pids)"; exit 0; fi
+    if [ ! -d "$WS" ] && [ -f "$KEEP/workspace.tar" ]; then
+      mkdir -p "$(dirname "$WS")"
+      tar -xf "$KEEP/workspace.tar" -C "$(dirname "$WS")"
+      echo "restored $WS from $KEEP/workspace.tar"
+    fi
+    mkdir -p "$(dirname "$LOG")"
+    [ -f "$LOG" ] || { [ -f "$KEEP/loop.log" ] && cp "$KEEP/loop.log" "$LOG"; } || true
+    OMP_NUM_THREADS=1 nohup nice -n 19 "$BIN/sayuri-async" loop --init "$INIT" --config "$CONFIG" \
+      --workspace "$WS" >>"$LOG" 2>&1 &
+    echo "started: pid $!, log $LOG"
+    ;;
+  stop)
+    for p in $(pids); do kill -TERM "$p" 2>/dev/null || true; done
+    for _ in $(seq 1 120); do [ -z "$(pids)" ] && break; sleep 1; done
+    if [ -n "$(pids)" ]; then
+      echo "still running after 120 s; killing (a kill is safe: the loop resumes from its last whole step)"
+      for p in $(pids); do kill -KILL "$p" 2>/dev/null || true; done
+    fi
+    echo "stopped"
+    ;;
+  pack)
+    "$0" stop
+    mkdir -p "$KEEP"
+    tmp="$KEEP/.workspace.tar.tmp"
+    tar -cf "$tmp" -C "$(dirname "$WS")" --exclude="$(basename "$WS")/sgf" --exclude="$(basename "$WS")/matches" \
+      "$(basename "$WS")"
+    mv "$tmp" "$KEEP/workspace.tar"
+    for f in logs/generations.csv logs/curves.png state.json; do
+      [ -f "$WS/$f" ] && cp "$WS/$f" "$KEEP/$(basename "$f")"
+    done
+    [ -f "$WS/checkpoints/train_log.csv" ] && cp "$WS/checkpoints/train_log.csv" "$KEEP/train_log.csv"
+    [ -f "$LOG" ] && cp "$LOG" "$KEEP/loop.log"
+    echo "packed $WS into $KEEP/workspace.tar ($(du -h "$KEEP/workspace.tar" | cut -f1))"
+    ;;
+  status)
+    echo "process: $(pids | tr '\n' ' ')"
+    [ -f "$LOG" ] && tail -n 3 "$LOG" | cut -c1-200
+    ;;
+  *)
+    echo "usage: tools/strength_run.sh start|stop|pack|status" >&2
+    exit 2
+    ;;
+esac
