@@ -1,4 +1,4 @@
-"""Keeping numba's on-disk cache honest across modules.
+"""Where numba caches the compiled code, and keeping that cache honest across modules.
 
 numba checks a cached function against its own source file only: when a
 compiled function calls one from another module (the search calls the
@@ -8,22 +8,47 @@ fingerprints every source file with compiled code; when the fingerprint
 changes it deletes the package's cache files (``*.nbi``, ``*.nbc``) before
 anything is compiled, so the next start recompiles from the current sources.
 
-Vocabulary: *stamp* is ``__pycache__/numba-sources.sha256`` in the package
-folder, holding the fingerprint of the sources the cache was built from.
-*Uncompiled* modules have compiled code but no cached machine code yet (a
-fresh install, or sources edited since): the first command to use them
-compiles them, and ``compile_notice`` says so in one line beforehand.
+Vocabulary
+----------
+stamp       ``numba-sources.sha256`` in the cache's root, holding the
+            fingerprint of the sources the cache was built from.
+location    where the cache lives (``location()``), chosen at import before
+            numba is loaded: ``in-tree`` (``__pycache__`` beside each source,
+            numba's own choice) when the package folder is writable and
+            the user set no ``NUMBA_CACHE_DIR`` (numba prefers that one);
+            else the first writable of ``NUMBA_CACHE_DIR``,
+            ``$XDG_CACHE_HOME/sayuri-async/numba``,
+            ``~/.cache/sayuri-async/numba`` and
+            ``<temp>/sayuri-async-<uid>/numba`` (a folder of this user's
+            only, mode 0700), handed to numba through ``NUMBA_CACHE_DIR``.
+            Such a folder starts as a copy of the in-tree cache when that
+            one is fresh (a read-only install compiled during set-up loads
+            at once). With none writable, caching is off: every start
+            compiles (``CACHE_OFF``), and says so.
+uncompiled  modules with compiled code but no cached machine code yet (a
+            fresh install or cache folder, or sources edited since): the
+            first command to use them compiles them, and ``compile_notice``
+            says so in one line beforehand, naming the cache's folder when
+            it is not the package's.
 ``sayuri_async.precompile`` fills the cache during set-up.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
-STAMP = PACKAGE / "__pycache__" / "numba-sources.sha256"
+SOURCE_ROOT = Path(os.path.abspath(__file__)).parent  # as numba names the files: not resolved
+STAMP_NAME = "numba-sources.sha256"
+STAMP = PACKAGE / "__pycache__" / STAMP_NAME
+CACHE_PATTERNS = ("*.nbi", "*.nbc")
+CACHE_OFF = "off"
+_state: dict[str, object] = {"location": None}
 
 
 def _sources() -> list[Path]:
@@ -38,39 +63,171 @@ def fingerprint() -> str:
     return h.hexdigest()
 
 
+def in_tree() -> bool:
+    """May numba cache beside the sources (the package folder is writable)?"""
+    return os.access(PACKAGE, os.W_OK) and (not (PACKAGE / "__pycache__").exists()
+                                             or os.access(PACKAGE / "__pycache__", os.W_OK))
+
+
+def _usable(folder: Path, private: bool) -> bool:
+    """Create ``folder`` if needed; True when this user can write there (and,
+    for a ``private`` one under a shared temp folder, owns it alone)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if private:
+            st = folder.stat()
+            if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return False
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
+def candidates() -> list[tuple[Path, bool]]:
+    """Folders to cache in when the package's is read-only, in order: (path,
+    private: under the shared temp folder, so it must be this user's own)."""
+    out: list[tuple[Path, bool]] = []
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        out.append((Path(os.environ["NUMBA_CACHE_DIR"]), False))
+    if os.environ.get("XDG_CACHE_HOME"):
+        out.append((Path(os.environ["XDG_CACHE_HOME"]) / "sayuri-async" / "numba", False))
+    home = os.path.expanduser("~")
+    if home and home != "~":
+        out.append((Path(home) / ".cache" / "sayuri-async" / "numba", False))
+    uid = os.getuid() if hasattr(os, "getuid") else os.getpid()
+    base = Path(tempfile.gettempdir()) / f"sayuri-async-{uid}"
+    out.append((base / "numba", True))
+    return out
+
+
+def _choose() -> Path | str:
+    """The cache's location (see the vocabulary): PACKAGE, a folder, or CACHE_OFF."""
+    _state["user_dir"] = bool(os.environ.get("NUMBA_CACHE_DIR"))
+    if in_tree() and not _state["user_dir"]:
+        return PACKAGE
+    for folder, private in candidates():
+        if _usable(folder.parent if private else folder, private) and _usable(folder, private):
+            return folder
+    return CACHE_OFF
+
+
+def location() -> Path | str:
+    """Where the cache lives: PACKAGE (in-tree), a folder, or CACHE_OFF."""
+    if _state["location"] is None:
+        _state["location"] = _choose()
+    return _state["location"]  # type: ignore[return-value]
+
+
+def cache_folder(src_dir: Path) -> Path | None:
+    """The folder holding the cache files of the sources in ``src_dir`` (a
+    folder of the package); None with caching off."""
+    where = location()
+    if where == CACHE_OFF:
+        return None
+    if where == PACKAGE:
+        return src_dir / "__pycache__"
+    imported = SOURCE_ROOT / src_dir.relative_to(PACKAGE)
+    return Path(where) / f"{imported.name}_{hashlib.sha1(str(imported).encode()).hexdigest()}"  # numba's subpath
+
+
+def _cache_files(folder: Path) -> list[Path]:
+    return [f for pattern in CACHE_PATTERNS for f in folder.glob(pattern)] if folder.is_dir() else []
+
+
+def _source_dirs() -> list[Path]:
+    return sorted({p.parent for p in _sources()})
+
+
 def refresh() -> bool:
-    """Drop stale cache files; True when it did. Safe to call at every start."""
+    """Choose the cache's location, hand it to numba, and drop stale cache
+    files; True when it dropped or seeded them. Safe to call at every start."""
+    where = location()
+    if where == CACHE_OFF:
+        _caching_off()
+        return False
+    if where != PACKAGE:
+        _tell_numba(Path(where))
     try:
         fp = fingerprint()
-        if STAMP.is_file() and STAMP.read_text().strip() == fp:
+        stamp = STAMP if where == PACKAGE else Path(where) / STAMP_NAME
+        if stamp.is_file() and stamp.read_text().strip() == fp:
             return False
-        for f in list(PACKAGE.rglob("__pycache__/*.nbi")) + list(PACKAGE.rglob("__pycache__/*.nbc")):
-            try:
-                f.unlink()
-            except FileNotFoundError:
-                pass
-        STAMP.parent.mkdir(exist_ok=True)
-        tmp = STAMP.with_name(f".{STAMP.name}.{os.getpid()}.tmp")
+        for src in _source_dirs():
+            folder = cache_folder(src)
+            for f in _cache_files(folder) if folder is not None else []:
+                f.unlink(missing_ok=True)
+        if where != PACKAGE:
+            _seed_from_tree(fp)
+        stamp.parent.mkdir(exist_ok=True)
+        tmp = stamp.with_name(f".{stamp.name}.{os.getpid()}.tmp")
         tmp.write_text(fp)
-        os.replace(tmp, STAMP)
+        os.replace(tmp, stamp)
         return True
     except OSError:
-        return False  # a read-only install: numba keeps its cache elsewhere
+        return False  # a cache that cannot be cleaned keeps numba's own per-file checks
+
+
+def _tell_numba(folder: Path) -> None:
+    """numba reads ``NUMBA_CACHE_DIR`` when it is imported; where it already
+    is, its config takes the folder too."""
+    os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    config = sys.modules.get("numba.core.config")
+    if config is not None:
+        config.CACHE_DIR = str(folder)
+
+
+def _seed_from_tree(fp: str) -> None:
+    """Copy the in-tree cache (built during set-up) into the folder, when its
+    stamp says it matches the current sources."""
+    try:
+        if STAMP.read_text().strip() != fp:
+            return
+    except OSError:
+        return
+    for src in _source_dirs():
+        target = cache_folder(src)
+        files = _cache_files(src / "__pycache__")
+        if target is None or not files:
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            shutil.copyfile(f, target / f.name)
+
+
+def _caching_off() -> None:
+    """No folder is writable: numba compiles without a cache (``cache=True``
+    would otherwise fail at import: "no locator available")."""
+    from numba.core.dispatcher import Dispatcher
+
+    Dispatcher.enable_caching = lambda self: None  # every start compiles; compile_notice says so
 
 
 def uncompiled_modules() -> list[str]:
     """Modules with compiled code (``@njit``) and no cached machine code yet
-    (none known when the package folder is read-only: numba then caches
-    elsewhere, out of sight)."""
-    if not os.access(PACKAGE, os.W_OK):
-        return []
+    (all of them with caching off)."""
     missing = []
     for p in _sources():
         if p.name == "numba_cache.py":
             continue
-        if not any((p.parent / "__pycache__").glob(f"{p.stem}.*.nbi")):
+        folder = cache_folder(p.parent)
+        if folder is None or not any(folder.glob(f"{p.stem}.*.nbi")):
             missing.append(str(p.relative_to(PACKAGE).with_suffix("")).replace(os.sep, "."))
     return missing
+
+
+def where_text() -> str:
+    """The cache's location in words, for messages."""
+    where = location()
+    if where == PACKAGE:
+        return "beside the sources"
+    if where == CACHE_OFF:
+        tried = ", ".join(str(f) for f, _ in candidates())
+        return f"nowhere: no writable folder ({tried}), so every start compiles"
+    if os.environ.get("NUMBA_CACHE_DIR") == str(where) and _state.get("user_dir"):
+        return f"in {where} (NUMBA_CACHE_DIR)"
+    return f"in {where} (the package folder is read-only)"
 
 
 def compile_notice(stream=None) -> bool:
@@ -82,7 +239,11 @@ def compile_notice(stream=None) -> bool:
         return False
     if not missing:
         return False
-    print(f"compiling {len(missing)} module(s) of compiled code with numba ({', '.join(missing)}): this happens "
-          f"once, later starts load the cache (`python -m sayuri_async.precompile` does it ahead of time)",
-          file=stream or sys.stderr, flush=True)
+    if location() == CACHE_OFF:
+        print(f"compiling {len(missing)} module(s) of compiled code with numba (several minutes): the cache is "
+              f"{where_text()}", file=stream or sys.stderr, flush=True)
+        return True
+    print(f"compiling {len(missing)} module(s) of compiled code with numba ({', '.join(missing)}), several "
+          f"minutes: this happens once, later starts load the cache, kept {where_text()} "
+          f"(`python -m sayuri_async.precompile` does it ahead of time)", file=stream or sys.stderr, flush=True)
     return True

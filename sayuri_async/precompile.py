@@ -8,17 +8,29 @@ warm run    one short run of each path that calls compiled code: self-play
             9x9 with the random network, and one GTP conversation (genmove,
             analysis, scoring), and the pruning of a tree under its memory
             budget (which a short GTP session never fills). numba's ``cache=True`` writes the machine
-            code beside the sources, and every later start loads it.
+            code to its cache (``numba_cache.location``), and every later start loads it.
+pending     the compiled functions of the package (module-level ``@njit(cache=True)``)
+            with no cached machine code yet: what this run will compile.
+progress    ``Progress``: one line per function numba starts compiling,
+            ``[k/N] module.function`` with N the pending count (numba's
+            compile events; the GTP conversation's child process reports
+            its own through its stderr), rewritten in place on a terminal
+            and at most every ``LOG_EVERY_S`` seconds elsewhere; then the
+            total time. A function the warm runs do not reach is named at
+            the end.
 notice      ``numba_cache.compile_notice``: a command that would still compile
             (a module with no cached code, after an edit of its sources) says
             so in one line before it does.
 
 ``python -m sayuri_async.precompile`` is run by ``tools/setup_venv.sh``; it
-prints one line saying what it compiled and how long it took. It writes
-nothing outside a temporary folder and numba's cache.
+takes about 6 minutes on a 2-core machine that other programs share
+(``NUMBA_CACHE_DIR=$(mktemp -d) time python -m sayuri_async.precompile``
+measures it with an empty cache). It writes nothing outside a temporary
+folder and numba's cache.
 """
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import subprocess
@@ -26,8 +38,100 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO, Callable
 
 GTP_SESSION = "boardsize 9\nclear_board\ngenmove b\nplay w e5\nkata-analyze 10\n\ngenmove b\nfinal_score\nquit\n"
+MARK = "sayuri-precompile: compiling "  # the GTP child's progress lines on its stderr
+LOG_EVERY_S = 5.0
+PACKAGE_NAME = "sayuri_async"
+
+
+def compiled_functions() -> dict[str, object]:
+    """Every module-level cached numba function of the package, by its
+    qualified name (importing the modules that hold them)."""
+    from numba.core.dispatcher import Dispatcher
+
+    from .numba_cache import PACKAGE, _sources
+
+    out: dict[str, object] = {}
+    for path in _sources():
+        if path.name == "numba_cache.py":
+            continue
+        name = ".".join(("sayuri_async", *path.relative_to(PACKAGE).with_suffix("").parts))
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if isinstance(value, Dispatcher) and value.py_func.__module__ == name:
+                out[f"{name}.{attr}"] = value
+    return out
+
+
+def pending(functions: dict[str, object]) -> list[str]:
+    """The cached functions with no cached machine code yet (their cache
+    index file is missing; functions without ``cache=True`` compile at every
+    start and are left out)."""
+    out = []
+    for name, disp in functions.items():
+        cache = getattr(disp, "_cache", None)
+        if type(cache).__name__ == "NullCache":
+            continue
+        index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+        if index is None or not os.path.exists(index):
+            out.append(name)
+    return out
+
+
+class Progress:
+    """Counts and shows the functions numba compiles (see the vocabulary)."""
+
+    def __init__(self, total: int, stream: IO[str] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total = total
+        self.stream = stream or sys.stdout
+        self.clock = clock
+        self.seen: list[str] = []
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._last = -1e9
+        self._dirty = False
+
+    def compiling(self, name: str) -> None:
+        if name in self.seen:
+            return
+        self.seen.append(name)
+        line = f"  [{len(self.seen)}/{max(self.total, len(self.seen))}] {name}"
+        now = self.clock()
+        if self.tty:
+            self.stream.write(f"\r\x1b[K{line}")
+            self._dirty = True
+        elif now - self._last >= LOG_EVERY_S:
+            self.stream.write(line + "\n")
+            self._last = now
+        self.stream.flush()
+
+    def end_line(self) -> None:
+        """Finish the line a terminal rewrites in place."""
+        if self._dirty:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._dirty = False
+
+
+def _listener(on_compile: Callable[[str], None]):
+    """A numba event listener that calls ``on_compile(qualified name)`` as
+    each function starts compiling."""
+    from numba.core import event
+
+    class Listener(event.Listener):
+        def on_start(self, ev) -> None:
+            disp = (ev.data or {}).get("dispatcher")
+            func = getattr(disp, "py_func", None)
+            if func is not None and str(func.__module__).startswith(PACKAGE_NAME):  # not numba's own helpers
+                on_compile(f"{func.__module__}.{func.__name__}")
+
+        def on_end(self, ev) -> None:
+            pass
+
+    listener = Listener()
+    event.register("numba:compile", listener)
+    return listener
 
 
 def warm_selfplay(out: Path) -> None:
@@ -57,26 +161,61 @@ def warm_pools() -> None:
     make_room(s.ws, s.nodes, s.edges, 4 * s.edges.shape[0], 1, s.budget_bytes)
 
 
-def warm_gtp() -> None:
-    """One GTP conversation in a child process (the GTP engine's own paths)."""
+def gtp_child() -> int:
+    """The GTP conversation's process: the GTP engine on this process's stdin,
+    each function it compiles reported on stderr (``MARK``)."""
+    from .cli import main as cli_main
+
+    _listener(lambda name: print(f"{MARK}{name}", file=sys.stderr, flush=True))
+    return cli_main(["gtp"])
+
+
+def warm_gtp(on_compile: Callable[[str], None] = lambda name: None) -> None:
+    """One GTP conversation in a child process (the GTP engine's own paths);
+    the functions it compiles go to ``on_compile``."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    subprocess.run([sys.executable, "-m", "sayuri_async.cli", "gtp"], input=GTP_SESSION.encode(), stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, timeout=600, check=False, env=env)
+    code = "import sys; from sayuri_async.precompile import gtp_child; sys.exit(gtp_child())"
+    with tempfile.TemporaryFile() as stdin:
+        stdin.write(GTP_SESSION.encode())
+        stdin.seek(0)
+        proc = subprocess.Popen([sys.executable, "-c", code], stdin=stdin, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env=env, text=True)
+        try:
+            for line in proc.stderr:
+                if line.startswith(MARK):
+                    on_compile(line[len(MARK):].strip())
+            proc.wait(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
-    print("compiling the board, search and feature code (numba; once, later starts load it from the cache)...",
-          flush=True)
-    with tempfile.TemporaryDirectory(prefix="sayuri-precompile-") as tmp:
-        warm_selfplay(Path(tmp))
-    warm_pools()
-    warm_gtp()
-    from .numba_cache import uncompiled_modules
+    from .numba_cache import uncompiled_modules, where_text
 
+    todo = pending(compiled_functions())
+    if not todo:
+        print("numba's cache is complete: nothing to compile", flush=True)
+        return 0
+    print(f"compiling {len(todo)} functions of the board, search and feature code with numba, kept {where_text()} "
+          f"(once, several minutes; later starts load them)", flush=True)
+    progress = Progress(len(todo))
+    listener = _listener(progress.compiling)
+    try:
+        with tempfile.TemporaryDirectory(prefix="sayuri-precompile-") as tmp:
+            warm_selfplay(Path(tmp))
+        warm_pools()
+        warm_gtp(progress.compiling)
+    finally:
+        from numba.core import event
+
+        event.unregister("numba:compile", listener)
+        progress.end_line()
     left = uncompiled_modules()
     note = f"; not reached: {', '.join(left)}" if left else ""
-    print(f"compiled in {time.monotonic() - t0:.0f} s{note}", flush=True)
+    print(f"compiled {len(progress.seen)} functions in {time.monotonic() - t0:.0f} s{note}", flush=True)
     return 0
 
 
