@@ -226,11 +226,11 @@ def _rows(mask: np.ndarray) -> np.ndarray:
 def _check_distribution(path: str | os.PathLike, key: str, p: np.ndarray, full: np.ndarray | None) -> None:
     """Non-negative rows that sum to 1 (``SUM_TOLERANCE``) or are all zeros;
     the rows of ``full`` (when given) must sum to 1."""
-    if not np.isfinite(p).all():
+    sums = p.sum(axis=1, dtype=np.float64)  # NaN or infinite wherever a row holds one
+    if not np.isfinite(sums).all():
         raise _bad(path, key, "holds NaN or infinite values", _rows(~np.isfinite(p)))
-    if (p < 0).any():
+    if _any_sign_bit(p) and (p < 0).any():
         raise _bad(path, key, "holds negative values", _rows(p < 0))
-    sums = p.astype(np.float64).sum(axis=1)
     one = np.abs(sums - 1.0) <= SUM_TOLERANCE
     if not (one | (sums == 0)).all():
         raise _bad(path, key, "has rows that neither sum to 1 nor are all zeros", ~(one | (sums == 0)))
@@ -238,24 +238,38 @@ def _check_distribution(path: str | os.PathLike, key: str, p: np.ndarray, full: 
         raise _bad(path, key, "has full-search rows that do not sum to 1", full & ~one)
 
 
+def _any_sign_bit(a: np.ndarray) -> bool:
+    """Whether a float array holds a value with its sign bit set (a negative
+    number or -0.0): a fast test on the bits (float16 arithmetic is slow)."""
+    ints = {2: np.int16, 4: np.int32, 8: np.int64}.get(a.dtype.itemsize)
+    if ints is None or a.size == 0 or not a.flags.c_contiguous:
+        return bool(a.size) and bool(np.signbit(a).any())
+    return bool(a.view(ints).min() < 0)
+
+
 def _check_range(path: str | os.PathLike, key: str, a: np.ndarray, lo: float | np.ndarray,
                  hi: float | np.ndarray, unknown_nan: bool = False) -> None:
     """Finite values in ``lo..hi`` (arrays: one bound per position); NaN
     allowed (unknown) when ``unknown_nan``."""
-    known = None
+    if a.size == 0:
+        return
     if a.dtype.kind == "f":
         nan = np.isnan(a)
-        if nan.any() and not unknown_nan:
+        if not unknown_nan and nan.any():
             raise _bad(path, key, "holds NaN", _rows(nan))
         if np.isinf(a).any():
             raise _bad(path, key, "holds infinite values", _rows(np.isinf(a)))
-        known = ~nan if unknown_nan else None
+        if nan.all():
+            return
+        low, high = np.nanmin(a), np.nanmax(a)
+    else:
+        low, high = a.min(), a.max()
+    if not np.ndim(lo) and not np.ndim(hi) and lo <= low and high <= hi:
+        return  # the common case: one pass for each bound
     shape = (len(a),) + (1,) * (a.ndim - 1)
     lo_b = np.reshape(lo, shape) if np.ndim(lo) else lo
     hi_b = np.reshape(hi, shape) if np.ndim(hi) else hi
-    out = (a < lo_b) | (a > hi_b)
-    if known is not None:
-        out &= known
+    out = (a < lo_b) | (a > hi_b)  # NaN compares false: an unknown value is never out of range
     if out.any():
         bounds = f"|{key}| at most 2*N*N + |komi|" if np.ndim(hi) else f"{lo:g}..{hi:g}"
         raise _bad(path, key, f"out of range ({bounds})", _rows(out))
