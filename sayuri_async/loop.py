@@ -342,7 +342,7 @@ class Loop:
 
     def train(self, st: LoopState) -> dict:
         from .train.errors import TrainError
-        from .train.trainer import train
+        from .train.launch import train  # in this process, or under torchrun with [run] processes > 1
 
         cfg = self.train_cfg
         target = st.train_target or st.generation * self.cfg.steps_per_generation

@@ -110,3 +110,19 @@ def test_a_training_config_given_to_the_loop_is_refused_by_name(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "configs/train-9x9.toml: no [loop] section" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "ws" / "state.json").exists()
+
+
+@pytest.mark.slow
+def test_the_loop_trains_in_two_processes_under_torchrun(tmp_path):
+    """[run] processes = 2: the generation's training runs as two gloo ranks
+    under torchrun and the loop takes rank 0's export, as in one process."""
+    text = open(write_cfg(tmp_path, 1)).read().replace("[run]\n", "[run]\nprocesses = 2\ndevice = \"cpu\"\n")
+    cfg = tmp_path / "two.toml"
+    cfg.write_text(text)
+    ws = tmp_path / "ws"
+    assert Loop(str(cfg), str(ws)).run() == 0
+    st = json.loads((ws / "state.json").read_text())
+    assert st["generation"] == 2 and st["summaries"][0]["steps"] == 4
+    assert (ws / "weights" / "gen-000001.safetensors").is_file()
+    log = (ws / "checkpoints" / "train_log.csv").read_text().splitlines()
+    assert log[0].startswith("step,") and len(log) == 3  # steps 2 and 4, written once (rank 0)
