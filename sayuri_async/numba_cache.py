@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import stat
 import sys
@@ -51,8 +52,13 @@ CACHE_OFF = "off"
 _state: dict[str, object] = {"location": None}
 
 
+COMPILED = re.compile(r"^\s*@(?:numba\.)?njit\b|=\s*(?:numba\.)?njit\(", re.M)  # a decorator or a call
+
+
 def _sources() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if "njit" in p.read_text(encoding="utf-8", errors="ignore"))
+    """The package's source files with compiled code (``COMPILED``: files
+    that only name numba's decorator in their text are left out)."""
+    return sorted(p for p in PACKAGE.rglob("*.py") if COMPILED.search(p.read_text(encoding="utf-8", errors="ignore")))
 
 
 def fingerprint() -> str:
@@ -209,8 +215,6 @@ def uncompiled_modules() -> list[str]:
     (all of them with caching off)."""
     missing = []
     for p in _sources():
-        if p.name == "numba_cache.py":
-            continue
         folder = cache_folder(p.parent)
         if folder is None or not any(folder.glob(f"{p.stem}.*.nbi")):
             missing.append(str(p.relative_to(PACKAGE).with_suffix("")).replace(os.sep, "."))

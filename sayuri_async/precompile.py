@@ -55,8 +55,6 @@ def compiled_functions() -> dict[str, object]:
 
     out: dict[str, object] = {}
     for path in _sources():
-        if path.name == "numba_cache.py":
-            continue
         name = ".".join(("sayuri_async", *path.relative_to(PACKAGE).with_suffix("").parts))
         module = importlib.import_module(name)
         for attr, value in vars(module).items():

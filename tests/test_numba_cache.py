@@ -172,3 +172,9 @@ def test_the_listener_names_the_package_functions_numba_compiles():
 
         event.unregister("numba:compile", listener)
     assert heard == ["sayuri_async.fake_module.add_one"]  # numba's own helpers and other code are not counted
+
+
+def test_only_files_with_compiled_code_count_as_sources():
+    names = {p.name for p in numba_cache._sources()}
+    assert {"board.py", "tree.py", "features.py"} <= names
+    assert not names & {"numba_cache.py", "precompile.py"}  # they only name the decorator
