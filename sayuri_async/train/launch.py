@@ -228,10 +228,13 @@ def _agent(job: Path, processes: int) -> int:
 
     die_with_parent(int(os.environ.get(LAUNCHER_ENV, os.getppid())), signal.SIGTERM, ORPHAN_GRACE_S)
     os.environ[AGENT_ENV] = str(os.getpid())
-    logging.getLogger("torch.distributed").setLevel(logging.CRITICAL)  # the launcher reports failures
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
+
+    for name in list(logging.Logger.manager.loggerDict):  # torchrun's lines: the launcher reports instead
+        if name.startswith("torch.distributed"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
     args = parse_args(["--standalone", f"--nproc_per_node={processes}", "--max-restarts=0",
                        "-m", "sayuri_async.train.launch", "worker", str(job)])
