@@ -136,14 +136,14 @@ def test_gtp_and_selfplay_run_as_a_user_without_a_writable_home(tmp_path):
         os.chmod(shared, 0o1777)
         env = {**env, "TMPDIR": str(shared)}
         gtp = subprocess.run([*cmd, "-m", "sayuri_async.cli", "gtp"], input="boardsize 9\nplay b e5\nfinal_score\n"
-                             "quit\n", env=env, capture_output=True, text=True, timeout=1200, cwd=shared)
+                             "quit\n", env=env, capture_output=True, text=True, timeout=3600, cwd=shared)
         assert gtp.returncode == 0, gtp.stderr
         assert "Traceback" not in gtp.stderr and "no locator" not in gtp.stderr
         assert "= B+" in gtp.stdout or "= W+" in gtp.stdout
         sp = subprocess.run([*cmd, "-m", "sayuri_async.cli", "selfplay", "--config", str(ROOT / "configs" /
                              "selfplay-9x9.toml"), "--board-size", "7", "--num-games", "1", "--parallel-games", "1",
                              "--batch-size", "1", "--playouts", "4", "--out", str(shared / "run"), "--no-tui"],
-                            env=env, capture_output=True, text=True, timeout=1200, cwd=shared)
+                            env=env, capture_output=True, text=True, timeout=3600, cwd=shared)
         assert sp.returncode == 0, sp.stderr
         assert "Traceback" not in sp.stderr
         assert list((shared / "run" / "data").glob("*.npz"))
