@@ -18,8 +18,9 @@ ranges      numbers are checked before use (``args.py``): sizes and
 
 Colours are GTP colours (``b``, ``w``, ``black``, ``white``, any case);
 vertices are GTP vertices (``D4``, ``d4``, ``pass``). The game rules are the
-config's (area scoring, positional superko by default); ``final_score`` and
-``final_status_list`` count every stone on the board as alive (Tromp-Taylor).
+config's (area scoring, positional superko by default); ``final_score``
+counts the board with the engine's dead stones removed, and
+``final_status_list`` lists the same judgement (``final_status.py``).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ import numpy as np
 from . import __version__ as package_version
 from sayuri_async.go.coords import action_to_vertex
 from sayuri_async.go.game import Game, IllegalMove, handicap_actions
+from sayuri_async.go.scoring import result_string
 from sayuri_async.go.sgf import SgfError, dump_sgf, load_sgf_file, write_text_atomic
 
 from .analyze_cmds import AnalysisCommands
@@ -38,6 +40,7 @@ from .args import OutOfRange, parse_float, parse_gtp_color, parse_gtp_vertex, pa
 from .config import GtpConfig
 from .context import STREAMED, Context, Handler, OutputClosed, Writer, log, log_search, move_text
 from .engine import Engine, Inbox
+from .final_status import final_score
 from .kata_cmds import KataCommands
 from .protocol import Command, GtpError, failure, shown, success
 
@@ -265,17 +268,17 @@ class Dispatcher:
 
     # ---- scoring and listing --------------------------------------------------------
     async def final_score(self, ctx: Context, args: list[str]) -> str:
-        return self.engine.game.result()
+        g = self.engine.game
+        status = await self.engine.stone_status()
+        return result_string(final_score(g.rec, status, g.komi, g.rules.scoring == "territory"))
 
     async def final_status_list(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 1, "final_status_list alive|dead|seki")
-        status = args[0].lower()
-        if status not in ("alive", "dead", "seki"):
+        which = args[0].lower()
+        if which not in ("alive", "dead", "seki"):
             raise GtpError(f"syntax error: unknown status {shown(args[0])} (alive, dead or seki)")
-        if status != "alive":
-            return ""
-        g = self.engine.game
-        return " ".join(action_to_vertex(int(a), g.size) for a in np.flatnonzero(g.stones().reshape(-1)))
+        status = await self.engine.stone_status()
+        return " ".join(action_to_vertex(int(a), self.engine.size) for a in status.points(which))
 
     async def list_stones(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 1, "list_stones <color>")

@@ -25,6 +25,10 @@ Inbox       what ``think`` polls for "stop on any input": ``pending()``.
 RESIGN      the action value ``genmove`` returns to resign (-1): when the
             chosen move's winrate is below ``resign_threshold`` after at
             least ``resign_min_visits`` root visits.
+stone status  the dead and seki stones of the game's position
+            (``final_status.judge``: Benson's safe areas and the network's
+            ownership), judged once per position and kept, so
+            ``final_score`` and every ``final_status_list`` agree.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from typing import Protocol
 import numpy as np
 
 from sayuri_async.encoders import get_encoder
+from sayuri_async.go.board import BLACK
 from sayuri_async.go.game import Game, Rules
 from sayuri_async.infer.batcher import Batcher
 from sayuri_async.infer.worker import Worker
@@ -43,6 +48,7 @@ from sayuri_async.search.mcts import Search
 from .analysis import MoveInfo, Report, rank_moves, wilson_lcb
 from .analyze_args import AnalyzeRequest
 from .config import MAX_BOARD, MIN_BOARD, GtpConfig
+from .final_status import StoneStatus, judge
 from .timecontrol import TimeControl
 
 RESIGN = -1
@@ -79,6 +85,7 @@ class Engine:
             raise ValueError(f"game.board_size {cfg.game.board_size} is outside {lo}..{hi}, "
                              f"the sizes the network supports")
         self.game = Game(cfg.game.board_size, cfg.game.komi, self.rules)
+        self._status: tuple[tuple, StoneStatus] | None = None  # (position key, its judgement)
         self.new_game(cfg.game.board_size)
 
     # ---- the game ------------------------------------------------------------
@@ -175,6 +182,17 @@ class Engine:
         self.encoder.encode(pos.rec, planes[slot])
         out = await ev.commit()
         return float(out.score[slot]), np.array(out.ownership[slot], dtype=np.float64)
+
+    async def stone_status(self) -> StoneStatus:
+        """The game's dead and seki stones (module docstring, "stone
+        status")."""
+        g = self.game
+        key = (g.size, len(g.moves), int(g.history_hashes()[-1]), int(np.count_nonzero(g.stones())))
+        if self._status is None or self._status[0] != key:
+            _, own = await self.root_eval(g)
+            black_view = own if g.to_move == BLACK else -own
+            self._status = (key, judge(g.rec, black_view))
+        return self._status[1]
 
     def report(self, pos: Game, req: AnalyzeRequest, root_score: float, ownership: np.ndarray | None) -> Report:
         n = pos.size

@@ -14,6 +14,15 @@ SafeStderr   wraps ``sys.stderr`` so that no line written through Python can
              prefix that every log line of ours carries anyway.
 serve        the command loop: one line at a time, in order; each command's
              answer is complete before the next line is read.
+threads      torch's CPU threads for the network: ``[net] threads`` when set,
+             else self-play's rule for sharing the cores between engine
+             processes (``cores // processes``, at least 1) with two
+             processes: the engine and the program that drives it (a GUI,
+             a match runner). One game's search and network take turns, so
+             more threads than free cores only spin against the search and
+             the other programs (a 9x9 genmove took minutes with two busy
+             programs on two cores and torch's default of two threads,
+             seconds with one). The start line on stderr says how many.
 """
 from __future__ import annotations
 
@@ -219,6 +228,33 @@ def given_weights(cfg: GtpConfig) -> str:
     return "" if cfg.net.weights == RANDOM else cfg.net.weights
 
 
+ENGINE_PROCESSES = 2  # the engine and the program that drives it, as self-play counts its engine processes
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def torch_threads(cfg: GtpConfig) -> int:
+    """The network's torch CPU threads: ``[net] threads``, or when it is 0
+    self-play's share of the cores, ``cores // ENGINE_PROCESSES`` (at least
+    1; module docstring, "threads")."""
+    return cfg.net.threads or max(1, usable_cores() // ENGINE_PROCESSES)
+
+
+def threads_text(cfg: GtpConfig) -> str:
+    """The start line's words on the threads (empty on a GPU)."""
+    if cfg.net.device != "cpu":
+        return ""
+    why = "[net] threads" if cfg.net.threads else \
+        f"{usable_cores()} cores shared by the engine and its controller; [net] threads sets it"
+    return f", torch threads {torch_threads(cfg)} ({why})"
+
+
 def make_engine_backend(cfg: GtpConfig, weights: str | None = None):
     """The backend of ``weights`` (default: the user's, see ``given_weights``;
     the random network when there is none)."""
@@ -229,8 +265,7 @@ def make_engine_backend(cfg: GtpConfig, weights: str | None = None):
     if weights:
         if cfg.net.dtype:
             kw["dtype"] = cfg.net.dtype
-        if cfg.net.threads:
-            kw["threads"] = cfg.net.threads
+        kw["threads"] = torch_threads(cfg)
         kw["max_batch"] = cfg.search.leaves_per_await
     seed = None if cfg.search.seed < 0 else cfg.search.seed
     return make_backend(weights or None, device=cfg.net.device, seed=seed, **kw)
@@ -271,10 +306,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sayuri-async gtp: cannot use the network {weights!r}: {one_line(e)}", file=sys.stderr, flush=True)
         return 2
     if given_weights(cfg):
-        log(f"network {cfg.net.weights} ({backend.name}) on {cfg.net.device}")
+        log(f"network {cfg.net.weights} ({backend.name}) on {cfg.net.device}{threads_text(cfg)}")
     elif shipped is not None:
-        log(f"no weights given: 9x9 plays the shipped network {shipped} on {cfg.net.device}; other board sizes "
-            f"the random network (near-uniform policy, neutral value)")
+        log(f"no weights given: 9x9 plays the shipped network {shipped} on {cfg.net.device}{threads_text(cfg)}; "
+            f"other board sizes the random network (near-uniform policy, neutral value)")
     elif cfg.net.weights == RANDOM:
         log("weights 'random': playing with the random network on every board size (near-uniform policy, "
             "neutral value)")

@@ -15,6 +15,11 @@ compensation  points white gets for black's handicap stones: one a stone
            scoring (``handicap_compensation``).
 ownership  per action (``N*N`` values, row 0 = GTP row 1): +1 black, -1 white,
            0 neutral, by the area rule. Used as the ownership training target.
+dead stones  stones a judge (GTP's ``final_status.py``) takes for captured:
+           ``score_with_dead`` takes them off a copy of the board before
+           counting and counts them as prisoners of the other colour (they
+           matter under territory scoring), so the region they stood in
+           goes to the colour around it.
 """
 from __future__ import annotations
 
@@ -138,6 +143,38 @@ def territory_score(rec, komi: float, prisoners_black: int, prisoners_white: int
     stones black captured, minus the same for white, minus komi."""
     bt, wt = _territories(rec)
     return float(bt + prisoners_black - wt - prisoners_white) - komi
+
+
+def without_stones(rec, dead: np.ndarray) -> np.ndarray:
+    """A copy of the board record ``rec`` (a ``[1]`` array) with the stones
+    at the actions where ``dead`` (``[N*N]`` bool) is true taken off. Only
+    the colours are changed: the copy is for counting, not for play."""
+    n = int(rec["n"])
+    w = n + 2
+    clean = np.empty(1, dtype=rec.dtype)
+    clean[0] = rec
+    acts = np.flatnonzero(dead)
+    clean["color"][0][(acts // n + 1) * w + acts % n + 1] = EMPTY
+    return clean
+
+
+def score_with_dead(rec, dead: np.ndarray, komi: float, territory: bool) -> float:
+    """Black minus white minus komi with the stones at ``dead`` (``[N*N]``
+    bool) removed first: area scoring counts the cleaned board
+    (Tromp-Taylor, white's handicap compensation included), territory
+    scoring its empty points plus the captures and the dead stones as
+    prisoners of the other colour."""
+    n = int(rec["n"])
+    w = n + 2
+    colour = rec["color"][: w * w].reshape(w, w)[1:-1, 1:-1].reshape(-1)
+    clean = without_stones(rec, dead)[0]
+    if not territory:
+        return float(area_balance(clean)) - komi - float(handicap_compensation(rec))
+    bt, wt = _territories(clean)
+    caps = rec["captures"]
+    dead_black = int(np.count_nonzero(dead & (colour == BLACK)))
+    dead_white = int(np.count_nonzero(dead & (colour == WHITE)))
+    return float(bt + int(caps[BLACK]) + dead_white - wt - int(caps[WHITE]) - dead_black) - komi
 
 
 def ownership(rec) -> np.ndarray:
