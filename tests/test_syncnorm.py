@@ -165,6 +165,7 @@ def _train_rank(rank: int, world: int, port: int, data: str, out: str) -> None:
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_a_training_run_with_sync_norms_keeps_the_ranks_statistics_identical(tmp_path):
     data = tmp_path / "data"
     for i in range(2):

@@ -69,8 +69,8 @@ def sync_batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor 
     c = x.shape[1]
     xf = x.float()
     n = xf.numel() // c
-    mean = xf.mean(dim=(0, 2, 3))
-    m2 = ((xf - mean[None, :, None, None]) ** 2).sum(dim=(0, 2, 3))
+    var, mean = torch.var_mean(xf, dim=(0, 2, 3), correction=0)
+    m2 = var * n  # the sum of squared deviations from this rank's mean
     world, rank = dist.get_world_size(), dist.get_rank()
     mine = torch.cat([torch.full((1,), float(n), device=x.device), mean, m2])
     table = torch.zeros(world, 2 * c + 1, device=x.device, dtype=mine.dtype)
