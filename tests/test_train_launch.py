@@ -207,6 +207,14 @@ def test_layouts_torchrun_cannot_run_are_refused_before_it_starts(tmp_path):
         launch.train(cfg, steps=1)
     with pytest.raises(ConfigError, match=r"\[run\] processes: is 2 but device 'cuda:1' names one GPU"):
         load_config(write_config(tmp_path, tmp_path / "y", processes=2, device="cuda:1"))
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    cfg = load_config(write_config(tmp_path, tmp_path / "z", processes=gpus + 2, device="cuda"))
+    cfg.optim.batch_size = 16 * (gpus + 2)
+    with pytest.raises(ConfigError, match=rf"\[run\] processes {gpus + 2} needs {gpus + 2} GPUs .* torch sees {gpus}"):
+        launch.train(cfg, steps=1)
+    assert not (tmp_path / "z").exists()  # refused before anything started
 
 
 def test_one_process_trains_in_the_caller(tmp_path, monkeypatch):
