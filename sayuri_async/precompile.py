@@ -169,11 +169,14 @@ def gtp_child() -> int:
     return cli_main(["gtp"])
 
 
-def warm_gtp(on_compile: Callable[[str], None] = lambda name: None) -> None:
-    """One GTP conversation in a child process (the GTP engine's own paths);
-    the functions it compiles go to ``on_compile``."""
+GTP_CHILD = "import sys; from sayuri_async.precompile import gtp_child; sys.exit(gtp_child())"
+
+
+def warm_gtp(on_compile: Callable[[str], None] = lambda name: None, code: str = GTP_CHILD) -> None:
+    """One GTP conversation in a child process running ``code`` (the GTP
+    engine's own paths); the functions it reports compiling (``MARK`` lines
+    on its stderr) go to ``on_compile``, the rest of its stderr is dropped."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    code = "import sys; from sayuri_async.precompile import gtp_child; sys.exit(gtp_child())"
     with tempfile.TemporaryFile() as stdin:
         stdin.write(GTP_SESSION.encode())
         stdin.seek(0)

@@ -178,3 +178,14 @@ def test_only_files_with_compiled_code_count_as_sources():
     names = {p.name for p in numba_cache._sources()}
     assert {"board.py", "tree.py", "features.py"} <= names
     assert not names & {"numba_cache.py", "precompile.py"}  # they only name the decorator
+
+
+def test_the_gtp_childs_compiles_reach_the_progress():
+    code = ("import sys\n"
+            f"print({precompile.MARK!r} + 'sayuri_async.go.board.play', file=sys.stderr)\n"
+            "print('a start line of the engine', file=sys.stderr)\n"
+            f"print({precompile.MARK!r} + 'sayuri_async.go.scoring.area_map', file=sys.stderr)\n"
+            "print('= ' + sys.stdin.read().split()[0])\n")
+    heard: list[str] = []
+    precompile.warm_gtp(heard.append, code)
+    assert heard == ["sayuri_async.go.board.play", "sayuri_async.go.scoring.area_map"]
