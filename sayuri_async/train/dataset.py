@@ -21,9 +21,11 @@ Vocabulary (the chunk format itself is ``docs/data-format.md`` and ``chunkfile.p
             ``--resume`` replays nothing and skips nothing.
 
 Chunks are read and checked by ``sayuri_async/chunkfile.py`` (the format's
-one home). Bad chunks (truncated, wrong shapes, wrong format or size) are
-skipped with a warning naming the file; the warning travels with the next
-batch so the training process prints it.
+one home). Bad chunks (truncated, wrong shapes, wrong format or size, or
+values that break the format's contract: ``chunkfile.check_values``) are
+skipped with a warning naming the file (and the field); the warning travels
+with the next batch so the training process prints it. No value of a
+skipped chunk reaches a batch.
 
 Workers: ``make_loader`` runs the stream in ``[data] workers`` processes.
 A worker ends quietly (status 0) on SIGTERM, whoever sends it: a SIGTERM to
