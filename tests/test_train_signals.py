@@ -1,7 +1,7 @@
 """Training with data-loader workers, ended from outside: a worker killed as
 the out-of-memory killer kills (SIGKILL) ends ``train`` in one line that says
-what happened and which checkpoint stands (exit status 1); SIGTERM to the
-whole process group ends it in one line with exit status 143. Never torch's
+what happened and which checkpoint stands (exit status 1); SIGTERM or SIGINT
+to the whole process group ends it in one line with exit status 143 or 130. Never torch's
 traceback, and no worker outlives the run."""
 from __future__ import annotations
 
@@ -83,13 +83,15 @@ def test_a_worker_killed_by_sigkill_ends_train_in_one_line(tmp_path):
     ckpt.load_checkpoint(newest)  # whole
 
 
-def test_sigterm_to_the_process_group_ends_train_in_one_line(tmp_path):
+@pytest.mark.parametrize("sig, word", [(signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted")],
+                         ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_process_group_ends_train_in_one_line(tmp_path, sig, word):
     proc, out, err = _start(tmp_path)
     workers = _workers_once_checkpointed(proc, out)
     time.sleep(1.0)  # well inside the run
-    os.killpg(proc.pid, signal.SIGTERM)
+    os.killpg(proc.pid, sig)
     rc, lines = _finish(proc, workers, err)
-    assert rc == 128 + signal.SIGTERM
-    assert len(lines) == 1 and "terminated" in lines[0], lines
+    assert rc == 128 + sig
+    assert len(lines) == 1 and word in lines[0], lines
     for _, path in ckpt.list_checkpoints(out):
         ckpt.load_checkpoint(path)
