@@ -82,11 +82,17 @@ class RunFailure(Exception):
     exit_status = EXIT_RUN
 
 
-class Terminated(BaseException):
-    """SIGTERM reached a command run by ``answered`` (exit status 143); a
-    BaseException like KeyboardInterrupt, so no ``except Exception`` takes it."""
+class Terminated(SystemExit):
+    """SIGTERM reached a command run by ``answered`` (exit status 143). A
+    SystemExit, so no ``except Exception`` takes it and an event loop
+    (asyncio's, uvloop's) lets it through as it does an exit, where it would
+    log any other exception of a signal handler and carry on; uncaught, it
+    still exits 143."""
 
     exit_status = EXIT_TERMINATED
+
+    def __init__(self) -> None:
+        super().__init__(EXIT_TERMINATED)
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -108,13 +114,21 @@ def describe_os_error(e: OSError) -> str:
     return f"{' -> '.join(names)}: {reason}" if names else reason
 
 
+def out_of_memory(e: BaseException) -> bool:
+    """Whether ``e`` is an allocation that failed: a MemoryError (numpy's
+    included), torch's OutOfMemoryError (CUDA), or torch's CPU allocator's
+    RuntimeError ("can't allocate memory")."""
+    return (isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
+            or (type(e) is RuntimeError and "can't allocate memory" in str(e)))
+
+
 def exit_status(e: BaseException) -> int | None:
     """The exit status the policy gives ``e``, or None for a bug (keep its traceback)."""
     if isinstance(e, KeyboardInterrupt):
         return EXIT_INTERRUPTED
     if isinstance(e, Terminated):
         return EXIT_TERMINATED
-    if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":  # numpy's, torch's
+    if out_of_memory(e):
         return EXIT_RUN
     status = getattr(type(e), "exit_status", None)
     if isinstance(status, int) and isinstance(e, (UserError, RunFailure)):
@@ -132,7 +146,7 @@ def message(e: BaseException) -> str:
         return "interrupted"
     if isinstance(e, Terminated):
         return "terminated (SIGTERM)"
-    if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":
+    if out_of_memory(e):
         detail = one_line(e)[:300]
         return "out of memory: an allocation failed" + (f" ({detail})" if detail else "") + \
             "; use smaller settings (batch size, games, network)"

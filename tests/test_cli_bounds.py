@@ -263,3 +263,26 @@ def test_a_big_file_just_over_the_limit_is_refused_and_one_under_it_read(tmp_pat
     p.write_text("# " + "x" * (MAX_CONFIG_BYTES - 2) + "\n")
     with pytest.raises(ConfigError, match="larger than the limit"):
         read_toml(p)
+
+
+# ---- what no bound can foresee: the machine's memory --------------------------------------------------------
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_an_allocation_the_machine_cannot_make_is_one_line_and_status_1(library, capsys):
+    from sayuri_async.usererror import answered
+
+    @answered("demo")
+    def main(argv=None):
+        if library == "numpy":
+            import numpy as np
+
+            np.empty(10 ** 15, dtype=np.uint8)
+        else:
+            import torch
+
+            torch.empty(10 ** 15, dtype=torch.uint8)
+        return 0
+
+    assert main() == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("sayuri-async demo: out of memory: an allocation failed"), err
+    assert "smaller settings" in err
