@@ -31,6 +31,10 @@ idle point  an empty point of a vital region of ``c``'s pass-alive strings
             there under either scoring rule (the points are ``c``'s and the
             strings cannot be captured), and it may fill an eye
             (``pass_alive_idle``; the search keeps the mover out of them).
+barred point  an empty point of the other colour's safe area: no stone of
+            ``c`` can live there, so a move there only wastes search
+            (``opponent_safe_points``, ``opponent_safe_from``; Sayuri's
+            search leaves the whole safe area out).
 
 Both follow ``src/game/board.cc`` of Sayuri; arrays are on our padded board
 (``go/board.py``): ``p = (y + 1) * W + x + 1``.
@@ -59,8 +63,8 @@ from numba import njit
 from ..go.board import BLACK, BORDER, EMPTY, MAX_P, WHITE
 from .pointset import SET_WORDS, fill, is_empty, low_bit, neighbours, stone_sets
 
-__all__ = ["AREA_SCRATCH_DTYPE", "area_planes", "area_planes_idle", "area_planes_with", "pass_alive_area",
-           "pass_alive_idle", "reach_area"]
+__all__ = ["AREA_SCRATCH_DTYPE", "area_planes", "area_planes_idle", "area_planes_with", "opponent_safe_from",
+           "opponent_safe_points", "pass_alive_area", "pass_alive_idle", "reach_area"]
 
 AREA_SCRATCH_DTYPE = np.dtype(
     [
@@ -474,6 +478,45 @@ def pass_alive_idle(rec, c: int, idle) -> int:
     k = 0
     for i in range(nn):
         k += idle[i]
+    return k
+
+
+@njit(cache=True)
+def opponent_safe_points(rec, c: int, idle) -> int:
+    """Set ``idle[N*N]`` (uint8) to 1 also at ``c``'s barred points (module
+    docstring): the empty points of the other colour's safe area. Returns
+    how many it set that were 0."""
+    nn = rec.n * rec.n
+    area = np.zeros(nn, np.uint8)
+    pass_alive_area(rec, 3 - c, area)
+    return _bar(rec, area, idle)
+
+
+@njit(cache=True)
+def opponent_safe_from(rec, c: int, safe, owner, idle) -> int:
+    """``opponent_safe_points`` from ``area_planes``' output for ``rec``
+    (``safe``: both safe areas, ``owner``: whose, the other colour's where
+    it is ``3 - c``): no second Benson pass."""
+    nn = rec.n * rec.n
+    area = np.zeros(nn, np.uint8)
+    o = 3 - c
+    for i in range(nn):
+        area[i] = safe[i] != 0 and owner[i] == o
+    return _bar(rec, area, idle)
+
+
+@njit(cache=True)
+def _bar(rec, area, idle) -> int:
+    """Set ``idle`` at the empty points of ``area``; how many were 0."""
+    n = rec.n
+    w = rec.w
+    k = 0
+    for y in range(n):
+        for x in range(n):
+            i = y * n + x
+            if area[i] and idle[i] == 0 and rec.color[(y + 1) * w + x + 1] == EMPTY:
+                idle[i] = 1
+                k += 1
     return k
 
 

@@ -80,7 +80,7 @@ from ..borrowed import borrowed, borrowed_at
 from ..go import board as B
 from ..features import encode_simple_v1
 from ..go.scoring import area_outcome
-from ..sayuri.benson import pass_alive_idle
+from ..sayuri.benson import opponent_safe_from, opponent_safe_points, pass_alive_idle
 from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3_reuse
 from ..sayuri.ladder import ladder_map_keep
 from ..infer.cache import cache_key, cache_lookup, cache_store
@@ -169,7 +169,8 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
 def encode_leaf(w, rec, out, depth: int) -> int:
     """Encode the leaf ``rec`` into ``out`` with the workspace's encoder
     (``w.encoder``, an ``encoders.Encoder.ident``) and write its idle points
-    (``tree.py``) into ``w.leaf_idle`` where they are known: from the
+    (``tree.py``) and its barred points (the opponent's safe area,
+    ``benson.py``) into ``w.leaf_idle`` where they are known: from the
     ``sayuri-v3`` encoder's own safe areas, and at the root (``depth`` 0)
     for any encoder. Returns how many (0: none, or not looked for). The
     compiled search names its encoders here: a numba function passed as an
@@ -184,13 +185,16 @@ def encode_leaf(w, rec, out, depth: int) -> int:
         if leaf.ladders.ready == 0:
             ladder_map_keep(w.root, leaf.lad[:w.root.n * w.root.n], leaf.ladders)
         k = encode_sayuri_v3_reuse(rec, out, leaf, w.leaf_idle)
-        if depth > 0 or rec.scoring != 1:  # under territory scoring its planes have no safe areas
+        if rec.scoring != 1:  # under territory scoring its planes have no safe areas
+            n2 = rec.n * rec.n
+            return k + opponent_safe_from(rec, rec.to_move, leaf.safe[:n2], leaf.owner[:n2], w.leaf_idle)
+        if depth > 0:
             return k
     else:
         encode_simple_v1(rec, out)
         if depth > 0:
             return 0
-    return pass_alive_idle(rec, rec.to_move, w.leaf_idle)
+    return pass_alive_idle(rec, rec.to_move, w.leaf_idle) + opponent_safe_points(rec, rec.to_move, w.leaf_idle)
 
 
 @njit(cache=True)

@@ -13,11 +13,21 @@ complete    a root with an edge for every legal move. A root kept from a
             the next descent completes it, and these functions skip it.
 ``[A]``     arrays over actions (points, pass last) that the root's
             children are reported into; actions without a child read 0.
+barred      a root move into the opponent's safe area (``sayuri/benson.py``:
+            its pass-alive strings' vital regions and the regions where the
+            mover cannot make two eyes): no stone can live there. The root's
+            first expansion leaves them out, as it leaves out the mover's
+            own idle points (``puct.encode_leaf``); ``close_barred_root_edges``
+            closes them in a root kept from a child, whose edges were written
+            below an earlier root (with ``sayuri-v3`` they are left out there
+            too; with ``simple-v1`` they are not).
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
+from ..sayuri.benson import opponent_safe_points
 from .tree import TAIL, tree_reset
 
 
@@ -160,6 +170,30 @@ def ban_root_actions(ws, nodes, edges, actions) -> bool:
     if root.ordered > 0:
         root.ordered = 0
     return True
+
+
+@njit(cache=True)
+def close_barred_root_edges(ws, nodes, edges) -> int:
+    """Give the root's edges into the opponent's safe area (barred moves,
+    module docstring) prior -1. Returns how many it closed."""
+    w = ws[0]
+    root = nodes[w.root_node]
+    if root.nchild == 0:
+        return 0
+    rec = w.root
+    nn = rec.n * rec.n
+    barred = np.zeros(nn, np.uint8)
+    if opponent_safe_points(rec, rec.to_move, barred) == 0:
+        return 0
+    closed = 0
+    for i in range(root.first, root.first + root.nchild):
+        a = edges[i].action
+        if 0 <= a < nn and barred[a] and edges[i].prior >= 0.0:
+            edges[i].prior = -1.0
+            closed += 1
+    if closed and root.ordered > 0:
+        root.ordered = 0
+    return closed
 
 
 @njit(cache=True)
