@@ -104,6 +104,15 @@ def test_pending_lists_the_functions_without_cached_code(monkeypatch, tmp_path):
     assert (some in todo) == (not index.exists())
 
 
+# what the engine needs of an interpreter: its packages, and spawned children (the writer process) that start
+PROBE = ("import multiprocessing as mp, numba, torch, sayuri_async\n"
+         "if __name__ == '__main__':\n"
+         "    p = mp.get_context('spawn').Process(target=print)\n"
+         "    p.start()\n"
+         "    p.join()\n"
+         "    raise SystemExit(p.exitcode)\n")
+
+
 def _unprivileged_python() -> tuple[list[str], dict[str, str]] | str:
     """A Python command that the user ``nobody`` can run with this checkout
     and its packages, or the reason there is none."""
@@ -116,8 +125,7 @@ def _unprivileged_python() -> tuple[list[str], dict[str, str]] | str:
     for exe in (sys.executable, f"/usr/bin/{version}", f"/usr/local/bin/{version}"):
         cmd = [SETPRIV, "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", exe]
         try:
-            ok = subprocess.run([*cmd, "-c", "import numba, torch, sayuri_async"], env=env, capture_output=True,
-                                timeout=120).returncode == 0
+            ok = subprocess.run([*cmd, "-c", PROBE], env=env, capture_output=True, timeout=120).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             ok = False
         if ok:
