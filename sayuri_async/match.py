@@ -45,7 +45,7 @@ from .go.sgf import SgfInfo, save_sgf_file
 from .gtpclient import probe_engine
 from .referee import SCORINGS, GtpPlayer, Player, referee_game
 from .console import console as wide_console
-from .configfile import SEED_RANGE, between, from_options, within
+from .configfile import SEED_RANGE, between, from_options, require, within
 from .usererror import ArgumentParser, UserError, answered, check_device, output_file, output_folder
 
 __all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "elo_of_rate", "make_player",
@@ -407,6 +407,8 @@ class MatchOptions:
     batch_size: int = 8
     random_opening: int = 2
     seed: int = 0
+    komi: float = 7.5
+    resign: float = 0.0
 
     def __post_init__(self) -> None:
         between(self, 1, 1_000_000, "games")
@@ -417,6 +419,9 @@ class MatchOptions:
         between(self, 1, 16_384, "batch_size")
         between(self, 0, opening_points(self.board), "random_opening")
         within(self, SEED_RANGE, "seed")
+        area = self.board * self.board
+        require(abs(self.komi) <= area, "komi", f"must be within the board's area ({-area}..{area}), not {self.komi:g}")
+        within(self, "[0, 1)", "resign")
 
 
 def check_arguments(args) -> None:
@@ -426,11 +431,7 @@ def check_arguments(args) -> None:
     from_options(MatchOptions, {"games": args.games, "board": args.board, "playouts": args.playouts,
                                 "opening_moves": args.opening_moves, "concurrency": args.concurrency,
                                 "batch_size": args.batch_size, "random_opening": args.random_opening,
-                                "seed": args.seed})
-    if not math.isfinite(args.komi) or abs(args.komi) > args.board * args.board:
-        raise UserError(f"--komi {args.komi:g}: must be a number within the board's area")
-    if not 0.0 <= args.resign < 1.0:
-        raise UserError(f"--resign {args.resign:g}: a winrate in [0, 1)")
+                                "seed": args.seed, "komi": args.komi, "resign": args.resign})
     check_device(args.device)
 
 
