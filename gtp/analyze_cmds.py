@@ -10,6 +10,10 @@ style        from the command's prefix: ``lz-`` lz, ``kata-`` kata, none
 colour       optional in every form: the side to move when left out, as
              KataGo does (``lz-genmove_analyze 10`` moves for the side on
              turn).
+reports      written by ``report()`` closures that never wait (the root's
+             evaluation is made before the search): the engine's watchdog
+             calls them while the search waits on the network
+             (``engine.py``).
 """
 from __future__ import annotations
 
@@ -71,12 +75,10 @@ class AnalysisCommands:
         e = self.engine
         color = req.color or e.game.to_move
         ctx.begin()
-        holder: dict[str, tuple] = {}
+        root = await e.root_eval(e.position(color))  # before the search: a report never waits on the network
 
         async def report(pos: Game) -> None:
-            if "root" not in holder:
-                holder["root"] = await e.root_eval(pos)
-            ctx.emit(await self._report_line(pos, req, holder["root"]))
+            ctx.emit(await self._report_line(pos, req, root))
 
         t0 = time.perf_counter()
         action = await e.genmove(color, interval_s=req.interval_cs / 100.0, on_report=report,

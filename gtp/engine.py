@@ -19,8 +19,15 @@ tree reuse  ``Search.sync`` decides: the tree is kept when the position is
 think       ``Search.think``: playouts until a playout limit, a deadline or
             a stop request (input arrived); reports come at a fixed
             interval. The tree grows up to ``[search] tree_memory_mb`` and
-            is then pruned (``search/pools.py``): an analysis never stops
-            growing its visits.
+            is then pruned (``tree_memory.py``: at most 1.5 x the budget at
+            any moment): an analysis never stops growing its visits.
+watchdog    with reports asked for, a task beside the search that writes a
+            line whenever ``interval`` passes without one, also while the
+            search waits on a slow network. A round's leaves may be out then
+            (``RoundWatch``): the line is made with their virtual losses
+            taken off the tree for that moment, so its figures are those of
+            the finished playouts. Reading input goes on in its own thread
+            throughout.
 Inbox       what ``think`` polls for "stop on any input": ``pending()``.
 RESIGN      the action value ``genmove`` returns to resign (-1): when the
             chosen move's winrate is below ``resign_threshold`` after at
@@ -32,6 +39,7 @@ stone status  the dead and seki stones of the game's position
 """
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
@@ -45,18 +53,64 @@ from sayuri_async.infer.batcher import Batcher
 from sayuri_async.infer.worker import Worker
 from sayuri_async.search.mcts import Search
 from sayuri_async.search.root import close_barred_root_edges
+from sayuri_async.search.tree import add_virtual_loss, remove_virtual_loss
 
 from .analysis import MoveInfo, Report, rank_moves, wilson_lcb
 from .analyze_args import AnalyzeRequest
 from .config import MAX_BOARD, MIN_BOARD, GtpConfig
 from .final_status import StoneStatus, judge
 from .timecontrol import TimeControl
+from .tree_memory import BoundedSearch
 
 RESIGN = -1
 
 
 class Inbox(Protocol):
     def pending(self) -> bool: ...
+
+
+class RoundWatch:
+    """The batcher as the search sees it, counting the leaves of the round
+    that is out (``out``: 0 between rounds; they wait in leaf slots 0 ..
+    out - 1, each with a virtual loss on its path)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.out = 0
+        self.reserve = inner.reserve
+        self.nn_cache = inner.nn_cache
+        self.counters = inner.counters
+
+    async def commit(self, count: int = 1, *args, **kw):
+        self.out = count
+        try:
+            return await self.inner.commit(count, *args, **kw)
+        finally:
+            self.out = 0
+
+
+async def report_now(search: Search, watch: RoundWatch, fresh: Callable[[], Awaitable[None]]) -> None:
+    """``fresh()`` with the virtual losses of the leaves that are out taken
+    off the tree meanwhile (``fresh`` must not wait: nothing else may see
+    the tree in between)."""
+    slots = range(watch.out)
+    for k in slots:
+        remove_virtual_loss(search.ws, search.nodes, k)
+    try:
+        await fresh()
+    finally:
+        for k in slots:
+            add_virtual_loss(search.ws, search.nodes, k)
+
+
+async def watchdog(search: Search, watch: RoundWatch, interval_s: float, last: list[float],
+                   fresh: Callable[[], Awaitable[None]]) -> None:
+    """Write a line whenever ``interval_s`` passes without one (``last[0]``:
+    when the last one was written), between rounds or during one."""
+    while True:
+        await asyncio.sleep(max(0.0, last[0] + interval_s - time.perf_counter()))
+        if time.perf_counter() >= last[0] + interval_s:
+            await report_now(search, watch, fresh)
 
 
 def board_size_range(backend) -> tuple[int, int]:
@@ -76,7 +130,7 @@ class Engine:
         s = cfg.search
         self.rules = Rules(scoring=cfg.game.scoring, superko=cfg.game.superko)
         self.rng = np.random.default_rng(None if s.seed < 0 else s.seed)
-        self.search = Search(s, backend.encoder, rng=self.rng)  # [search] is a SearchConfig
+        self.search = BoundedSearch(s, backend.encoder, rng=self.rng)  # [search] is a SearchConfig
         self.time = TimeControl(cfg.time)
         self.worker = Worker(name="infer")
         self.batcher: Batcher | None = None
@@ -174,10 +228,31 @@ class Engine:
         on_report: Callable[[], Awaitable[None]] | None = None,
     ) -> int:
         """``Search.think`` on the prepared position, stopping also when
-        ``inbox`` has input. Returns playouts run."""
+        ``inbox`` has input. With ``on_report`` (which writes a line and
+        must not wait) a line comes at least every ``interval_s`` (module
+        docstring, "watchdog"). Returns playouts run."""
         stop = inbox.pending if inbox is not None else None
-        return await self.search.think(self.batcher, max_playouts=max_playouts, deadline=deadline, stop=stop,
-                                       interval_s=interval_s, on_report=on_report)
+        if on_report is None or not interval_s:
+            return await self.search.think(self.batcher, max_playouts=max_playouts, deadline=deadline, stop=stop,
+                                           interval_s=interval_s, on_report=on_report)
+        watch = RoundWatch(self.batcher)
+        last = [time.perf_counter()]
+
+        async def fresh() -> None:
+            await on_report()
+            last[0] = time.perf_counter()
+
+        async def when_due() -> None:  # the search's own schedule: skipped just after a watchdog line
+            if time.perf_counter() - last[0] >= 0.5 * interval_s:
+                await fresh()
+
+        dog = asyncio.ensure_future(watchdog(self.search, watch, interval_s, last, fresh))
+        try:
+            return await self.search.think(watch, max_playouts=max_playouts, deadline=deadline, stop=stop,
+                                           interval_s=interval_s, on_report=when_due)
+        finally:
+            dog.cancel()
+            await asyncio.gather(dog, return_exceptions=True)
 
     async def root_eval(self, pos: Game) -> tuple[float, np.ndarray]:
         """The network's score lead and ownership (side to move) at ``pos``:
