@@ -343,8 +343,12 @@ class Engine:
         """Run the compiled paths of a search, an analysis line and a
         genmove once (numba loads or compiles them), so the first real
         command, often a timed genmove, is not slow; the tree is dropped
-        afterwards and the game is unchanged."""
+        afterwards and the game is unchanged. A network kept for one board
+        size (the shipped 9x9 one) runs once at every batch size a search
+        sends it (1 .. ``leaves_per_await``): torch prepares each shape on
+        its first call, which took seconds off the first 9x9 genmove."""
         self.backend.warmup([self.size])
+        self._warm_networks()
         pos = self.game
         await self.begin_search(pos)
         await self.think(max_playouts=4, deadline=None)
@@ -355,6 +359,13 @@ class Engine:
         if action != RESIGN:
             pos.copy().play(action)
         self.drop_tree()
+
+    def _warm_networks(self) -> None:
+        """The board-size networks (``BoardSizeBackend.by_size``) at every
+        batch size of one search."""
+        for n in getattr(self.backend, "by_size", {}):
+            for b in range(1, self.cfg.search.leaves_per_await + 1):
+                self.backend.run(np.zeros((b, self.backend.planes, n, n), dtype=np.uint8))
 
     def close(self) -> None:
         if self.batcher is not None:
