@@ -14,6 +14,9 @@ Vocabulary (each module's docstring says more):
   runfolder   ``runfolder.py``: a fresh start refuses an earlier run's folder; stale temporaries.
   errors      ``errors.py``: TrainError and the user errors among them.
   distributed ``distributed.py``: the process group, the device, RNG states.
+  syncnorm    ``syncnorm.py``: batch norms over the global batch with several ranks (``[optim] sync_norms``).
+  launch      ``launch.py``: a training job under torchrun from one caller (the RL loop's training step).
+  norm_stats  ``norm_stats.py``: batch-norm statistics recomputed on fresh positions before an export.
   checkpoint  ``checkpoint.py``: atomic checkpoints, weight exports, the CSV log.
   cli         ``cli.py``: ``sayuri-async train`` (also ``python -m sayuri_async.train``).
   plot        ``plot.py``: ``sayuri-async plot``, PNG curves from the CSV log.
