@@ -155,6 +155,7 @@ COMMANDS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_exits_128_plus_the_signal(command, signum, tmp_path):
