@@ -13,7 +13,7 @@ file check  ``check_file(path)``: None when the file validates, else one line
               ``.pt``           a checkpoint that loads
                                 (``train.checkpoint.load_checkpoint``)
               ``.safetensors``  a network that loads (``net.weights.load_weights``)
-              ``.json``, ``.toml``  parse; ``.csv`` parses with every row as
+              ``.json``, ``.toml``  parse (a config at most 1 MiB); ``.csv`` parses with every row as
                                 wide as its header; ``.txt``, ``.log`` are UTF-8;
               ``.png``          a whole PNG (signature, IEND at the end)
             and two kinds of leftovers that are allowed: the temporary of a
@@ -33,9 +33,9 @@ from __future__ import annotations
 import csv
 import json
 import os
-import tomllib
 from pathlib import Path
 
+from .configfile import read_toml
 from .fileio import is_stale_temp
 
 ALLOWED_NAMES = ("STOP",)
@@ -75,7 +75,7 @@ def check_file(path: str | os.PathLike) -> str | None:
         elif p.suffix == ".json":
             json.loads(p.read_text(encoding="utf-8"))
         elif p.suffix == ".toml":
-            tomllib.loads(p.read_text(encoding="utf-8"))
+            read_toml(p)  # at most configfile.MAX_CONFIG_BYTES read
         elif p.suffix == ".csv":
             return _check_csv(p)
         elif p.suffix == ".png":  # a plot: whole when it opens with the signature and ends with IEND
