@@ -40,7 +40,7 @@ from .args import OutOfRange, parse_float, parse_gtp_color, parse_gtp_vertex, pa
 from .config import GtpConfig
 from .context import STREAMED, Context, Handler, OutputClosed, Writer, log, log_search, move_text
 from .engine import Engine, Inbox
-from .final_status import final_score
+from .final_status import final_score as judged_score
 from .kata_cmds import KataCommands
 from .protocol import Command, GtpError, failure, shown, success
 
@@ -270,7 +270,7 @@ class Dispatcher:
     async def final_score(self, ctx: Context, args: list[str]) -> str:
         g = self.engine.game
         status = await self.engine.stone_status()
-        return result_string(final_score(g.rec, status, g.komi, g.rules.scoring == "territory"))
+        return result_string(judged_score(g.rec, status, g.komi, g.rules.scoring == "territory"))
 
     async def final_status_list(self, ctx: Context, args: list[str]) -> str:
         want_args(args, 1, 1, "final_status_list alive|dead|seki")
