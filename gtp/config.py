@@ -90,8 +90,8 @@ class SearchSection(SearchConfig):
         between(self, 0, 1_000_000_000, "resign_min_visits")
         between(self, 0, 60_000, "timeout_ms")
         within(self, "[0, 0.5)", "resign_threshold")
-        if self.seed != -1:  # -1: a fresh seed
-            within(self, SEED_RANGE, "seed")
+        require(self.seed == -1 or 0 <= self.seed <= 2 ** 63 - 1, "seed",
+                f"must be -1 (a fresh seed) or in {SEED_RANGE}, not {self.seed}")
 
 
 @dataclass

@@ -64,7 +64,7 @@ OPTIONS = {
 CASES = [(f"{BASES[c]} {opt} {v}", c, opt) for c, opts in OPTIONS.items() for opt, values in opts.items()
          for v in values]
 # a line names a range, a limit or what the value must be
-RANGE = re.compile(r"at least|at most|must be in [\[(]|must be finite|must be a |outside \d|\d+\.\.\d+|"
+RANGE = re.compile(r"at least|at most|\bin [\[(]-?\d|must be finite|must be a |outside \d|\d+\.\.\d+|"
                    r"invalid (int|float) value|a winrate in|whole numbers|0 < N <= 1000|must name|\) or more")
 
 
