@@ -286,3 +286,29 @@ def test_an_allocation_the_machine_cannot_make_is_one_line_and_status_1(library,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("sayuri-async demo: out of memory: an allocation failed"), err
     assert "smaller settings" in err
+
+
+# ---- --init of a network that reads other planes than the chunks hold ---------------------------------------
+def test_init_with_another_encoder_than_the_chunks_names_both(tmp_path, capsys, monkeypatch):
+    import numpy as np
+
+    from sayuri_async.sayuri.model import BlockSpec, SayuriConfig
+    from sayuri_async.sayuri.weights import build_net, layers_for, read_sayuri, save_imported, write_sayuri
+    from test_train_chunks import make_chunk
+
+    monkeypatch.chdir(ROOT)
+    for i in range(2):
+        make_chunk(tmp_path / "data" / f"chunk-000001-t-{i:06d}.npz", n=7, positions=32, seed=i)  # simple-v1
+    cfg = SayuriConfig(version=3, channels=8, blocks=[BlockSpec("residual")], policy_channels=4, value_channels=4)
+    raw = tmp_path / "net.txt"
+    write_sayuri(raw, cfg, layers_for(cfg, np.random.default_rng(0)))
+    imported = tmp_path / "net.safetensors"
+    save_imported(imported, build_net(read_sayuri(raw)), {"name": "x"})
+    toml = tmp_path / "t.toml"
+    toml.write_text(f'[data]\ndir = "{tmp_path / "data"}"\nboard_size = 7\nwindow_min_positions = 10\n'
+                    f'[run]\nout = "{tmp_path / "run"}"\ndevice = "cpu"\n')
+    for init in (raw, imported):
+        line = assert_refused(f"train --config {toml} --init {init}", "train",
+                              [f"--init {init}", "sayuri-v3", "simple-v1", "encoders differ"], capsys)
+        assert "2 chunks" in line
+    assert not (tmp_path / "run").exists()  # refused before the run folder was made
