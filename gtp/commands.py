@@ -211,13 +211,11 @@ class Dispatcher:
         move_number = parse_int(args[1], "move number", 1, MAX_MOVE_NUMBER) if len(args) == 2 else None
         if not os.path.isfile(args[0]):  # also keeps FIFOs and devices from blocking us
             raise GtpError(f"cannot load file: {args[0]!r} is not a readable file")
-        try:
-            game, _ = load_sgf_file(args[0], default_komi=self.engine.game.komi)
+        lo, hi = self.engine.size_range
+        try:  # the sizes the engine plays (boardsize takes the same ones)
+            game, _ = load_sgf_file(args[0], default_komi=self.engine.game.komi, sizes=(lo, hi))
         except SgfError as e:
             raise GtpError(f"cannot load file: {e}") from None
-        lo, hi = self.engine.size_range
-        if not lo <= game.size <= hi:
-            raise GtpError(f"cannot load file: board size {game.size} is outside {lo}..{hi}")
         if move_number is not None:
             while len(game.moves) >= move_number and game.undo():
                 pass

@@ -33,7 +33,7 @@ class NetSection:
     weights: str = ""  # empty: the random network
     device: str = "cpu"
     dtype: str = ""  # empty: the backend's default (bf16 on CUDA, fp32 on CPU)
-    threads: int = 0  # torch CPU threads; 0: torch's default
+    threads: int = 0  # torch CPU threads; 0: half the usable cores, at least 1 (gtp/main.py)
 
     def __post_init__(self) -> None:
         between(self, 0, 1024, "threads")

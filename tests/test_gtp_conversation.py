@@ -230,6 +230,23 @@ def test_loadsgf_and_printsgf(eng):
     bad = d / "bad.sgf"
     bad.write_text("(;FF[4]GM[1]SZ[9];B[cg];W[cg])")  # W on an occupied point
     assert "cannot load" in fails(eng, f"loadsgf {bad}")
+
+
+def test_loadsgf_takes_the_board_sizes_play_takes(eng):
+    """loadsgf, boardsize and printsgf agree on sizes: 5x5 and 25x25 records
+    load (the importer's 7..19 does not apply), 26x26 is refused."""
+    d: Path = eng.dir  # type: ignore[attr-defined]
+    for n, move in ((5, "cc"), (25, "yy")):
+        f = d / f"size{n}.sgf"
+        f.write_text(f"(;FF[4]GM[1]SZ[{n}]KM[7.5];B[{move}])")
+        eng.send(f"loadsgf {f}")
+        assert sgf.Sgf_game.from_string(eng.send("printsgf")).get_size() == n
+        assert len(stones(eng, "black")) == 1
+    big = d / "size26.sgf"
+    big.write_text("(;FF[4]GM[1]SZ[26];B[aa])")
+    assert "outside 2..25" in fails(eng, f"loadsgf {big}")
+    eng.send("boardsize 9")
+    eng.send("clear_board")
     fails(eng, f"loadsgf {f} zero")
     fails(eng, "loadsgf")
     eng.send("komi 7.5")

@@ -165,31 +165,36 @@ def _placement_order(colour: np.ndarray, n: int) -> list[int]:
 
 
 def load_sgf(
-    data: str | bytes, *, source: str | None = None, default_komi: float = 7.5
+    data: str | bytes, *, source: str | None = None, default_komi: float = 7.5,
+    sizes: tuple[int, int] = (MIN_SGF_SIZE, MAX_SGF_SIZE),
 ) -> tuple[Game, SgfInfo]:
     """Parse one SGF record (text or bytes) into a ``Game`` and ``SgfInfo``.
 
-    ``source`` names the file in error messages. Raises SgfError."""
+    ``source`` names the file in error messages; ``sizes`` is the range of
+    board sizes taken (the importer's 7..19 by default; GTP's ``loadsgf``
+    takes what the engine plays). Raises SgfError."""
     where = f"{source}: " if source else ""
     try:
-        return _load(data, default_komi)
+        return _load(data, default_komi, sizes)
     except SgfError as e:
         raise SgfError(f"{where}{e}") from e
     except (ValueError, KeyError, IndexError, TypeError) as e:
         raise SgfError(f"{where}malformed SGF: {e or type(e).__name__}") from e
 
 
-def load_sgf_file(path: str | os.PathLike, *, default_komi: float = 7.5) -> tuple[Game, SgfInfo]:
-    """Read an SGF file; errors (also unreadable files) are SgfError naming it."""
+def load_sgf_file(path: str | os.PathLike, *, default_komi: float = 7.5,
+                  sizes: tuple[int, int] = (MIN_SGF_SIZE, MAX_SGF_SIZE)) -> tuple[Game, SgfInfo]:
+    """Read an SGF file (``sizes`` as in ``load_sgf``); errors (also
+    unreadable files) are SgfError naming it."""
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_SGF_BYTES + 1)
     except OSError as e:
         raise SgfError(f"{path}: cannot read: {e.strerror or e}") from e
-    return load_sgf(data, source=str(path), default_komi=default_komi)
+    return load_sgf(data, source=str(path), default_komi=default_komi, sizes=sizes)
 
 
-def _load(data: str | bytes, default_komi: float) -> tuple[Game, SgfInfo]:
+def _load(data: str | bytes, default_komi: float, sizes: tuple[int, int]) -> tuple[Game, SgfInfo]:
     raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if len(raw) > MAX_SGF_BYTES:
         raise SgfError(f"larger than the limit of {MAX_SGF_BYTES:,} bytes for one record")
@@ -200,7 +205,7 @@ def _load(data: str | bytes, default_komi: float) -> tuple[Game, SgfInfo]:
     except ValueError as e:
         raise SgfError(f"bad SGF syntax: {e}") from e
     root_props = coarse.sequence[0]
-    n = _board_size(root_props)
+    n = _board_size(root_props, sizes)
     encoding = None
     if isinstance(data, str):
         encoding = "UTF-8"
@@ -265,7 +270,7 @@ def _load(data: str | bytes, default_komi: float) -> tuple[Game, SgfInfo]:
     return game, info
 
 
-def _board_size(root_props: dict) -> int:
+def _board_size(root_props: dict, sizes: tuple[int, int]) -> int:
     if "SZ" not in root_props:
         return 19
     text = root_props["SZ"][0].decode("ascii", "replace").strip()
@@ -275,8 +280,9 @@ def _board_size(root_props: dict) -> int:
         n = int(text)
     except ValueError:
         raise SgfError(f"SZ[{text}] is not a board size") from None
-    if not MIN_SGF_SIZE <= n <= MAX_SGF_SIZE:
-        raise SgfError(f"SZ[{n}]: board size outside {MIN_SGF_SIZE}..{MAX_SGF_SIZE}")
+    lo, hi = sizes
+    if not lo <= n <= hi:
+        raise SgfError(f"SZ[{n}]: board size outside {lo}..{hi}")
     return n
 
 
