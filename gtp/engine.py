@@ -52,7 +52,6 @@ from sayuri_async.go.game import Game, Rules
 from sayuri_async.infer.batcher import Batcher
 from sayuri_async.infer.worker import Worker
 from sayuri_async.search.mcts import Search
-from sayuri_async.search.root import close_barred_root_edges
 from sayuri_async.search.tree import add_virtual_loss, remove_virtual_loss
 
 from .analysis import MoveInfo, Report, rank_moves, wilson_lcb
@@ -197,14 +196,12 @@ class Engine:
 
     # ---- searching -------------------------------------------------------------
     async def begin_search(self, pos: Game, avoid: set[int] | None = None, allow: set[int] | None = None) -> None:
-        """Point the search at ``pos`` (keeping the tree when it may), make
-        sure its root is expanded, close its moves into the opponent's safe
-        area (``search/root.py``, "barred"; a fresh root never has them),
-        and apply root restrictions."""
+        """Point the search at ``pos`` (keeping the tree when it may: ``sync``
+        closes a kept root's moves into the opponent's safe area), make sure
+        its root is expanded, and apply root restrictions."""
         s = self.search
         s.sync(pos)  # keeps the tree when it is this position's or its parent's
         await s.expand_root(self.batcher)
-        close_barred_root_edges(s.ws, s.nodes, s.edges)  # a kept root's moves into the opponent's safe area
         self.restrict_root(avoid or set(), allow)
 
     def restrict_root(self, avoid: set[int], allow: set[int] | None) -> None:

@@ -54,6 +54,7 @@ from .root import (
     ban_root_actions,
     child_index,
     choose_by_visits,
+    close_barred_root_edges,
     mix_root_noise,
     principal_variation,
     root_actions,
@@ -236,9 +237,11 @@ class Search:
         by up to MAX_ADVANCE moves, each by the colour on turn
         (``_moves_from_root``), and dropped otherwise (undo, a new game,
         set-up stones, other rules, the same colour asked to move again) or
-        after ``restrict_root`` (its bans belong to one search). Self-play
-        calls this every move: the work is one compiled call
-        (``set_root``)."""
+        after ``restrict_root`` (its bans belong to one search). A kept
+        root's edges into the opponent's pass-alive area are closed
+        (``root.close_barred_root_edges``: expanded before that area was
+        safe); a fresh root never has them. Self-play calls this every move:
+        the work is one or two compiled calls."""
         hashes = game.history_hashes()
         key = self._position_key(game, hashes)
         ko = int(game.rec["ko"])
@@ -266,6 +269,8 @@ class Search:
             w["sym_n"] = self._sym_n = n
         set_root(self.ws, self.nodes, self.edges, game.arr, hashes, int(self.cfg.max_moves_factor * n * n), reused,
                  self._edge_room, self._node_room)
+        if reused:
+            close_barred_root_edges(self.ws, self.nodes, self.edges)
         self._root_key = key
         self._root_ko = ko
         self._round_edges = self._leaves * (n * n + 1)
