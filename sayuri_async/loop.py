@@ -27,7 +27,8 @@ phase       "selfplay", "train" or "eval"; state.json is rewritten atomically
             hands back its export again). A state file with another phase,
             or no loop state at all, is refused with its name.
 signals     SIGINT and SIGTERM during self-play stop it cleanly and end the
-            loop after it; self-play processes end with the loop even when it
+            loop after it, with exit status 130 or 143 (128 + the signal's
+            number); self-play processes end with the loop even when it
             is killed. Killed temporaries are cleaned at start
             (``fileio.clean_stale_temps``).
 errors      a bad config or state file: one line, exit status 2; a failure
@@ -68,7 +69,7 @@ from .fileio import atomic_path, clean_stale_temps, run_stamp
 from .killpoint import kill_point
 from .loop_stats import ANCHOR_COMMAND, CURVE_COLUMNS, anchor_figures, curve_rows, generation_game_stats, plot_curves
 from .console import console as wide_console
-from .usererror import ArgumentParser, answered, check_device, output_folder
+from .usererror import ArgumentParser, answered, check_device, output_folder, stopped_by
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
 PHASES = ("selfplay", "train", "eval")
@@ -333,8 +334,9 @@ class Loop:
             def close(self, statuses):
                 reporter.close(statuses)
 
-        def interrupted(_signum: int) -> None:
+        def interrupted(signum: int) -> None:
             self._interrupted = True
+            stopped_by(signum)  # the loop ends after self-play with 128 + the signal's number
 
         run_selfplay(cfg, _StopAware(), on_signal=interrupted)
         done, _ = self.ws.games_in_generation(st.generation)
