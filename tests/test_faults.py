@@ -124,5 +124,8 @@ def test_the_loop_survives_a_kill_in_every_phase(tmp_path):
     st = json.loads((ws / "state.json").read_text())
     assert (st["generation"], st["phase"], st["best_generation"]) == (2, "selfplay", 1)
     assert st["summaries"][0]["games"] == 2 and st["summaries"][0]["steps"] == 4
-    # the first evaluation was killed before its first game was whole; the second's games stay beside the last
-    assert len(list((ws / "matches").iterdir())) == 2
+    # the first evaluation was killed before its first game was whole (its empty folder is reused); the
+    # second was killed after its games were whole, and its tally, saved in the state, is not played again
+    assert len(list((ws / "matches").iterdir())) == 1
+    m = st["summaries"][0]["match"]
+    assert m["wins"] + m["losses"] + m["draws"] == 2 and m["decision"] == "promote"

@@ -224,7 +224,7 @@ def test_cli_chunk_positions(tmp_path, capsys):
     src = tmp_path / "a.txt"
     src.write_text(text)
     assert data_main([str(src), "-o", str(tmp_path / "d"), "--chunk-positions", "0"]) == 2
-    assert "--chunk-positions 0" in capsys.readouterr().err
+    assert "--chunk-positions: must be at least 1, not 0" in capsys.readouterr().err
     assert data_main([str(src), "-o", str(tmp_path / "d"), "--chunk-positions", "1"]) == 0
     assert "wrote 3 chunk(s), 3 positions from 1 file(s)" in capsys.readouterr().out
 
