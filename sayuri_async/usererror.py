@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
 import os
 import re
 import signal
@@ -166,6 +167,19 @@ def report(command: str, e: BaseException, stream=None) -> int | None:
     print(f"sayuri-async {command}: {message(e)}", file=stream or sys.stderr, flush=True)
     return status
 
+
+class _SignalEndsNoTask(logging.Filter):
+    """Drops the event loop's "Task exception was never retrieved" record
+    of a task that a signal's exception (Terminated, KeyboardInterrupt) ended
+    while it ran: the signal ends the command with its one line, and the
+    task's copy of the exception is not a second error to report."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, (Terminated, KeyboardInterrupt))
+
+
+logging.getLogger("asyncio").addFilter(_SignalEndsNoTask())
 
 _stopped: list[int] = []  # signals a command stopped cleanly on (``stopped_by``)
 _depth = [0]  # ``answered`` calls in progress (cli.main's around a subcommand's)

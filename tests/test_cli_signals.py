@@ -146,7 +146,7 @@ COMMANDS = {
     "selfplay": (lambda tmp: ["selfplay", "--no-tui", "--board-size", "7", "--playouts", "2", "--parallel-games",
                               "2", "--batch-size", "2", "--num-games", "0", "--out", str(tmp / "sp")],
                  "self-play:", 3.0),
-    "match": (lambda tmp: ["match", "random", "random", "--games", "100000", "--board", "7", "--playouts", "2",
+    "match": (lambda tmp: ["match", "random", "random", "--games", "2000", "--board", "7", "--playouts", "2",
                            "--concurrency", "2"], "game ", 0.5),
     "gtp": (lambda tmp: ["gtp", "--weights", "random"], "= sayuri-async", 0.5),  # the answer to `name`
     "train": (train_setup, "step ", 0.5),
@@ -176,3 +176,25 @@ def test_every_command_exits_128_plus_the_signal(command, signum, tmp_path):
     assert last.startswith(prefixes), err
     words = ("interrupted", "stopped by SIGINT") if signum == signal.SIGINT else ("terminated", "SIGTERM")
     assert any(w in last for w in words), last
+
+
+def test_a_task_a_signal_ended_leaves_no_log_of_an_unretrieved_exception(capfd):
+    """A signal's exception raised inside a running task ends asyncio.run;
+    the task's own copy of it is not reported again at exit."""
+    import asyncio
+    import gc
+
+    from sayuri_async.usererror import Terminated
+
+    async def game() -> None:
+        await asyncio.sleep(0)
+        raise Terminated()  # as the SIGTERM handler raises it while a game's task runs
+
+    async def body() -> None:
+        await asyncio.gather(game(), asyncio.sleep(5))
+
+    with pytest.raises(Terminated):
+        asyncio.run(body())
+    gc.collect()
+    err = capfd.readouterr().err
+    assert "never retrieved" not in err and "Traceback" not in err, err
