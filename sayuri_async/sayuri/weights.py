@@ -563,37 +563,18 @@ def new_net(cfg: Any) -> torch.nn.Module:
 
 def layers_for(cfg: SayuriConfig, rng: np.random.Generator) -> list[Layer]:
     """Random layers (with batch-norm means and deviations) in file order for
-    ``cfg``: test nets and fixtures."""
+    ``cfg`` (``struct_of``'s lines): test nets and fixtures."""
     out: list[Layer] = []
-
-    def conv(cin: int, cout: int, k: int, bn: bool = True) -> None:
-        w = rng.normal(0, np.sqrt(1.0 / (cin * k * k)), (cout, cin, k, k))
-        out.append(Layer("Convolution", (cin, cout, k), [w, rng.normal(0, 0.05, cout)]))
-        if bn:
-            out.append(Layer("BatchNorm", (cout,), [rng.normal(0, 0.1, cout), rng.uniform(0.5, 1.5, cout)]))
-
-    def fc(nin: int, nout: int) -> None:
-        out.append(Layer("FullyConnect", (nin, nout),
-                         [rng.normal(0, np.sqrt(1.0 / nin), (nout, nin)), rng.normal(0, 0.05, nout)]))
-
-    c = cfg.channels
-    conv(cfg.input_planes, c, 3)
-    for spec in cfg.blocks:
-        b = spec.inner
-        if spec.kind == "residual":
-            conv(c, c, 3), conv(c, c, 3)
-        elif spec.kind == "bottleneck":
-            conv(c, b, 1), conv(b, b, 3), conv(b, b, 3), conv(b, c, 1)
-        else:
-            conv(c, b, 1)
-            for _ in range(4):
-                conv(b, b, 3)
-            conv(b, c, 1)
-        if spec.se:
-            fc(3 * c, spec.se), fc(spec.se, 2 * c)
-    p, v = cfg.policy_channels, cfg.value_channels
-    conv(c, p, 1), fc(3 * p, p), conv(p, POLICY_OUTPUTS, 1, bn=False), fc(p, POLICY_OUTPUTS)
-    conv(c, v, 1), fc(3 * v, 3 * v), conv(v, 1, 1, bn=False), fc(3 * v, VALUE_MISC)
+    for kind, dims in struct_of(cfg):
+        if kind == "Convolution":
+            cin, cout, k = dims
+            tensors = [rng.normal(0, np.sqrt(1.0 / (cin * k * k)), (cout, cin, k, k)), rng.normal(0, 0.05, cout)]
+        elif kind == "BatchNorm":
+            tensors = [rng.normal(0, 0.1, dims[0]), rng.uniform(0.5, 1.5, dims[0])]
+        else:  # FullyConnect
+            nin, nout = dims
+            tensors = [rng.normal(0, np.sqrt(1.0 / nin), (nout, nin)), rng.normal(0, 0.05, nout)]
+        out.append(Layer(kind, dims, tensors))
     for layer in out:
         layer.tensors = [np.asarray(t, np.float32).ravel() for t in layer.tensors]
     return out
