@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The checks that need a CUDA GPU, as one short script for a session that is
-# lent one (about 8 minutes on an H200). It writes every figure under
+# The checks that need a CUDA GPU, as one short script for a machine that has
+# one (about 8 minutes on an H200). It writes every figure under
 # ${OUT:-gpu-check}/ and prints a summary; run it from the repository root:
 #
 #   bash tools/gpu_check.sh            # or: OUT=/some/dir bash tools/gpu_check.sh
