@@ -15,6 +15,11 @@
 #                                 curves and the log to logs/strength/continue/
 #   tools/strength_run.sh status  the loop's process and its last lines
 #
+# The loop runs from a snapshot of the code (a detached git worktree of HEAD
+# in runs/strength/code, refreshed at each start), so that editing the
+# checkout while it runs changes nothing under it: a loop that imports a
+# module lazily would otherwise load a newer version than the rest.
+#
 # The workspace, the config and the start network are fixed here:
 # configs/loop-9x9-continue.toml from weights/9x9/gnugo9c-4x48.safetensors.
 set -euo pipefail
@@ -24,9 +29,10 @@ LOG=runs/strength/continue.log
 KEEP=logs/strength/continue
 CONFIG=configs/loop-9x9-continue.toml
 INIT=weights/9x9/gnugo9c-4x48.safetensors
-BIN=${BIN:-.venv/bin}
+CODE=runs/strength/code
+PY=${PY:-.venv/bin/python}
 
-pids() { pgrep -f "sayuri-async loop .*--workspace $WS" || true; }
+pids() { pgrep -f "sayuri_async loop .*--workspace $WS" || true; }
 
 case "${1:-}" in
   start)
@@ -38,8 +44,11 @@ case "${1:-}" in
     fi
     mkdir -p "$(dirname "$LOG")"
     [ -f "$LOG" ] || { [ -f "$KEEP/loop.log" ] && cp "$KEEP/loop.log" "$LOG"; } || true
-    OMP_NUM_THREADS=1 nohup nice -n 19 "$BIN/sayuri-async" loop --init "$INIT" --config "$CONFIG" \
-      --workspace "$WS" >>"$LOG" 2>&1 &
+    if [ -d "$CODE" ]; then git -C "$CODE" checkout -q --detach "$(git rev-parse HEAD)"
+    else git worktree add -q --detach "$CODE" HEAD; fi
+    echo "code: $(git -C "$CODE" log -1 --format='%h %s' | cut -c1-72)"
+    OMP_NUM_THREADS=1 PYTHONPATH="$PWD/$CODE" nohup nice -n 19 "$PY" -m sayuri_async loop --init "$INIT" \
+      --config "$CONFIG" --workspace "$WS" >>"$LOG" 2>&1 &
     echo "started: pid $!, log $LOG"
     ;;
   stop)
