@@ -48,7 +48,8 @@ OPTIONS = {
                  "--timeout-ms": FLOAT_BAD, "--playouts": INT_BAD, "--board-size": INT_BAD,
                  "--procs": INT_BAD + ("1000000",), "--seed": INT_BAD + ("-1",)},
     "gtp": {"--playouts": INT_BAD, "--seed": ("nan", "-5", HUGE), "--tree-memory-mb": FLOAT_BAD},
-    "train": {"--steps": INT_BAD, "--nproc": INT_BAD, "--workers": INT_BAD},
+    "train": {"--steps": INT_BAD, "--nproc": INT_BAD, "--workers": INT_BAD, "--nnodes": INT_BAD,
+              "--restarts": INT_BAD},
     # [loop]'s own bounds (LoopConfig, loop.py) hold the huge case
     "loop": {"--generations": ("nan", "-5")},
     "match": {"--games": INT_BAD, "--board": INT_BAD, "--komi": ("nan", "inf", "-1000", "1e30"),

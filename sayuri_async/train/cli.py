@@ -3,8 +3,13 @@
 Vocabulary: options given here override the file's values (``--data`` sets
 ``[data] dir``, ``--out`` sets ``[run] out``); ``--steps`` is the step count
 to *reach* (a resumed run at step 3000 with ``--steps 5000`` does 2000 more).
-``--nproc K`` starts ``K`` local ranks through torchrun; under torchrun itself
-(``WORLD_SIZE`` set) the option is ignored. A run folder that already holds
+``--nproc K`` starts ``K`` local ranks through torchrun (``launch.train``);
+under torchrun itself (``WORLD_SIZE`` set) the option is ignored. ``--nnodes
+N --rdzv-endpoint HOST:PORT`` makes this machine one of N in a static job
+(the same command on each), started again whole from the last checkpoint
+when a machine or a connection fails (``--restarts``, ``launch.Nodes``); such
+a job resumes whenever its run folder holds a checkpoint (``--auto-resume``),
+so that one command starts it and starts it again. A run folder that already holds
 a run is refused (exit 2) unless ``--resume`` or ``--auto-resume`` is given
 (see ``trainer``'s "run folder").
 
@@ -20,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,11 +43,15 @@ class TrainOptions:
     (``configfile``): an error names the option."""
     steps: int | None = None
     nproc: int = 1
+    nnodes: int = 1
+    restarts: int = 3
 
     def __post_init__(self) -> None:
         if self.steps is not None:
             between(self, 0, 1_000_000_000_000, "steps")
         between(self, 1, 1024, "nproc")
+        between(self, 1, 4096, "nnodes")
+        between(self, 0, 1000, "restarts")
 
 
 def network_encoder(path: str) -> str | None:
@@ -110,29 +118,40 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --resume/--auto-resume: keep model, optimizer and step but take a new "
                         "data window from the chunks now on disk (the RL loop's next generation)")
     p.add_argument("--nproc", type=int, default=1, help="local processes (one per GPU) through torchrun")
+    p.add_argument("--nnodes", type=int, default=1,
+                   help="machines in the job: run the same command on each, with the same --rdzv-endpoint")
+    p.add_argument("--rdzv-endpoint", metavar="HOST:PORT",
+                   help="with --nnodes: where the machines meet (one of them, reachable from all)")
+    p.add_argument("--rdzv-id", metavar="NAME", help="with --nnodes: the job's name (default: the run folder's name)")
+    p.add_argument("--restarts", type=int, default=3,
+                   help="with --nnodes: whole-job restarts after a machine or connection fails, each "
+                        "from the last checkpoint (default 3)")
     p.add_argument("--device", help="cpu, cuda or cuda:N; overrides [run] device")
     p.add_argument("--workers", type=int, help="data-loader processes per rank; overrides [data] workers")
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of the progress bar")
     return p
 
 
-def _launch(nproc: int, argv: list[str]) -> int:
-    rest = []
-    skip = False
-    for i, a in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        if a == "--nproc":
-            skip = True
-            continue
-        if a.startswith("--nproc="):
-            continue
-        rest.append(a)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-           "-m", "sayuri_async.train", *rest]
-    print("launching: " + " ".join(cmd), file=sys.stderr)
-    return subprocess.call(cmd)
+def nodes_of(args: argparse.Namespace, out: str):
+    """The ``launch.Nodes`` of ``--nnodes`` and its rendezvous options (None
+    for one machine); UserError naming the option that is missing or wrong."""
+    from sayuri_async.train.launch import Nodes
+
+    if args.nnodes == 1:
+        for option, value in (("--rdzv-endpoint", args.rdzv_endpoint), ("--rdzv-id", args.rdzv_id)):
+            if value is not None:
+                raise UserError(f"{option}: only with --nnodes 2 or more (several machines in one job)")
+        return None
+    if args.rdzv_endpoint is None:
+        raise UserError(f"--nnodes {args.nnodes}: give --rdzv-endpoint HOST:PORT, one machine's address that "
+                        "every machine reaches (the same on all of them)")
+    host, _, port = args.rdzv_endpoint.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise UserError(f"--rdzv-endpoint {args.rdzv_endpoint!r}: expected HOST:PORT with a port 1..65535")
+    job_id = args.rdzv_id or Path(out).resolve().name
+    if not job_id.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise UserError(f"--rdzv-id {job_id!r}: letters, digits, '-', '_' and '.' only")
+    return Nodes(count=args.nnodes, endpoint=args.rdzv_endpoint, job_id=job_id, restarts=args.restarts)
 
 
 def _check_model_size(cfg, source: str) -> None:
@@ -155,9 +174,8 @@ def _check_model_size(cfg, source: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
-    from_options(TrainOptions, {"steps": args.steps, "nproc": args.nproc})
-    if args.nproc > 1 and "WORLD_SIZE" not in os.environ:
-        return _launch(args.nproc, argv)
+    from_options(TrainOptions, {"steps": args.steps, "nproc": args.nproc, "nnodes": args.nnodes,
+                                "restarts": args.restarts})
     try:
         cfg = load_config(args.config)
         if args.data is not None:
@@ -168,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             override(cfg, "run", "out", args.out)
         if args.device is not None:
             override(cfg, "run", "device", args.device)
+        if "WORLD_SIZE" not in os.environ:  # --nproc, not the file's processes (the loop's setting)
+            override(cfg, "run", "processes", args.nproc, CommandLine({"processes": "--nproc"}))
     except ConfigError as e:
         print(f"sayuri-async train: {e}", file=sys.stderr)
         return 2
@@ -185,16 +205,17 @@ def main(argv: list[str] | None = None) -> int:
         _check_model_size(cfg, args.config)
     if cfg.run.device != "auto":
         check_device(cfg.run.device, named("--device", "run", "device", args.device))
+    nodes = nodes_of(args, cfg.run.out)
     if int(os.environ.get("RANK", "0")) == 0:
         output_folder(cfg.run.out, named("--out", "run", "out", args.out), inputs=[args.init, args.config])
     from sayuri_async.train.errors import TrainError
-    from sayuri_async.train.trainer import train
+    from sayuri_async.train.launch import train
 
-    resume: bool | str = True if args.resume else ("auto" if args.auto_resume else False)
+    resume: bool | str = True if args.resume else ("auto" if args.auto_resume or nodes else False)
     try:
         result = train(cfg, steps=args.steps, init=args.init, resume=resume,
                        refresh_window=args.refresh_window,
-                       progress=False if args.no_progress else None)
+                       progress=False if args.no_progress else None, nodes=nodes)
     except TrainError as e:  # RunFolderInUse and NoTrainingData are usage errors (2), the rest failures (1)
         print(f"sayuri-async train: {e}", file=sys.stderr)
         return exit_status(e) or 1
@@ -207,7 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     except Terminated:
         print("sayuri-async train: terminated by SIGTERM (the last checkpoint stands)", file=sys.stderr)
         return Terminated.exit_status
-    if int(os.environ.get("RANK", "0")) == 0:
+    if result is None:
+        print("done: this machine's ranks finished (rank 0, on another machine, writes the exports)",
+              file=sys.stderr)
+    elif int(os.environ.get("RANK", "0")) == 0:
         done = f"done: step {result.steps}, {result.samples} samples"
         if result.export:
             done += f"; weights {result.export}"

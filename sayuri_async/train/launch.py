@@ -38,6 +38,17 @@ Vocabulary:
               step in progress is lost, the last checkpoint stands.
   threads     without ``OMP_NUM_THREADS`` in the environment each rank gets
               the machine's cores divided by K (torchrun would set 1).
+  nodes       several machines in one job (``Nodes``): every machine runs the
+              same launcher with the same ``Nodes``; the agents meet at the
+              c10d rendezvous (``endpoint``, ``job_id``) and the job has
+              ``count`` x K ranks. The job is static (``--nnodes N``, torchrun
+              never restarts it: its elastic restarts failed when tried). When
+              it fails for any reason but the user's own error or a signal (a
+              machine died, a peer's connection dropped, the rendezvous broke),
+              each launcher starts it again whole, at most ``restarts`` times,
+              resuming from the last checkpoint (``resume="auto"``); the
+              machines meet again once every one of them is back. Only the
+              machine that holds rank 0 has a result (the others return None).
 """
 from __future__ import annotations
 
@@ -65,57 +76,111 @@ from sayuri_async.train.trainer import TrainResult
 STOP_WAIT_S = 60.0  # after SIGTERM, how long the launcher waits for the agent (torchrun's own grace is 30 s)
 LEFTOVER_WAIT_S = 10.0  # after SIGTERM, how long a worker left behind gets before SIGKILL
 ORPHAN_GRACE_S = 45.0  # a worker (or agent) whose parent died: SIGTERM, then this long before it exits hard
+RESTART_PAUSE_S = 5.0  # between a failed job of several machines and its restart (the peers' agents end meanwhile)
 LAUNCHER_ENV = "SAYURI_TRAIN_LAUNCHER_PID"
 AGENT_ENV = "SAYURI_TRAIN_AGENT_PID"
 USER_ERRORS = {cls.__name__: cls for cls in (errors.NoTrainingData, errors.BadInitWeights,
                                              errors.NothingToResume, errors.RunFolderInUse)}
 SIGNAL_KINDS = ("KeyboardInterrupt", "Terminated")
+FINAL_KINDS = (*USER_ERRORS, *SIGNAL_KINDS, "TrainError")  # a rank's error that a restart would only repeat
+
+
+@dataclasses.dataclass(frozen=True)
+class Nodes:
+    """One training job over several machines (torchrun's static c10d rendezvous)."""
+    count: int  # machines in the job (--nnodes); each runs [run] processes ranks
+    endpoint: str  # host:port where the agents meet: one machine's address, reachable from all
+    job_id: str  # the rendezvous id, the same on every machine of one job
+    restarts: int = 3  # whole-job restarts after a failure, each from the last checkpoint
+
+    def torchrun_args(self, processes: int) -> list[str]:
+        return [f"--nnodes={self.count}", f"--nproc_per_node={processes}", "--rdzv_backend=c10d",
+                f"--rdzv_endpoint={self.endpoint}", f"--rdzv_id={self.job_id}"]
 
 
 def train(cfg: TrainConfig, steps: int | None = None, init: str | None = None, resume: bool | str = False,
           say: Reporter | None = None, progress: bool | None = None,
-          refresh_window: bool = False) -> TrainResult:
+          refresh_window: bool = False, nodes: Nodes | None = None) -> TrainResult | None:
     """``trainer.train``'s job in ``cfg.run.processes`` processes (see the
     module's vocabulary); the arguments and the result are ``trainer.train``'s.
     ``say`` takes the launcher's own line here; the ranks print theirs (rank
-    0's messages, every rank's warnings) on the inherited stderr."""
+    0's messages, every rank's warnings) on the inherited stderr. With
+    ``nodes``, this machine's share of a job over several machines: the
+    result on the machine of rank 0, None on the others."""
     from sayuri_async.train import trainer
 
     processes = cfg.run.processes
-    if processes <= 1 or "WORLD_SIZE" in os.environ:
+    if (processes <= 1 and nodes is None) or "WORLD_SIZE" in os.environ:
         return trainer.train(cfg, steps=steps, init=init, resume=resume, say=say, progress=progress,
                              refresh_window=refresh_window)
-    _check_layout(cfg)
+    world = processes * (nodes.count if nodes else 1)
+    _check_layout(cfg, world)
     tell = say or (lambda text: print(text, file=sys.stderr, flush=True))
-    job = Path(tempfile.mkdtemp(prefix="sayuri-train-"))
-    try:
-        spec = {"config": cfg.to_dict(), "source": cfg.source, "steps": steps, "init": init, "resume": resume,
-                "progress": progress, "refresh_window": refresh_window}
-        (job / "spec.json").write_text(json.dumps(spec))
-        env = {**os.environ, LAUNCHER_ENV: str(os.getpid())}
-        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // processes)))
-        tell(f"training in {processes} processes under torchrun (device {cfg.run.device}, "
-             f"{cfg.optim.batch_size // processes} positions of the batch each)")
-        agent = subprocess.Popen([sys.executable, "-m", "sayuri_async.train.launch", "agent", str(job),
-                                  str(processes)], env=env)
+    where = f"on this machine, {world} on {nodes.count} machines" if nodes else "under torchrun"
+    tell(f"training in {processes} processes {where} (device {cfg.run.device}, "
+         f"{cfg.optim.batch_size // world} positions of the batch each)")
+    restarts = 0
+    while True:
+        job = Path(tempfile.mkdtemp(prefix="sayuri-train-"))
         try:
-            status = agent.wait()
-        except BaseException:
-            _stop(agent)
-            raise
+            spec = {"config": cfg.to_dict(), "source": cfg.source, "steps": steps, "init": init, "resume": resume,
+                    "progress": progress, "refresh_window": refresh_window}
+            (job / "spec.json").write_text(json.dumps(spec))
+            status = _run_agent(job, processes, nodes)
+            if nodes is None or restarts >= nodes.restarts or not _restartable(job, status):
+                return _outcome(job, status, rank0_here=nodes is None)
+            restarts += 1
+            tell(f"the job over {nodes.count} machines failed ({_failure(job, status)}); starting it again "
+                 f"from the last checkpoint in {RESTART_PAUSE_S:g} s (restart {restarts} of {nodes.restarts})")
         finally:
-            _end_leftovers(job)
-        return _outcome(job, status)
+            shutil.rmtree(job, ignore_errors=True)
+        time.sleep(RESTART_PAUSE_S)
+        resume = "auto"
+
+
+def _run_agent(job: Path, processes: int, nodes: Nodes | None) -> int:
+    """Start torchrun's agent for ``job`` and wait for it; stop it (and every
+    worker left) however the wait ends."""
+    env = {**os.environ, LAUNCHER_ENV: str(os.getpid())}
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // processes)))
+    layout = nodes.torchrun_args(processes) if nodes else ["--standalone", f"--nproc_per_node={processes}"]
+    agent = subprocess.Popen([sys.executable, "-m", "sayuri_async.train.launch", "agent", str(job),
+                              json.dumps(layout)], env=env)
+    try:
+        return agent.wait()
+    except BaseException:
+        _stop(agent)
+        raise
     finally:
-        shutil.rmtree(job, ignore_errors=True)
+        _end_leftovers(job)
 
 
-def _check_layout(cfg: TrainConfig) -> None:
+def _restartable(job: Path, status: int) -> bool:
+    """Whether a failed job of several machines should start again: not
+    when it ended well, nor for an error of the user's or the trainer's own
+    (a restart would repeat it), nor when a signal stopped it."""
+    if status == 0 or status > 128:
+        return False
+    reports = [r for r in map(_read_json, job.glob("error-*.json")) if isinstance(r, dict)]
+    return not any(r.get("kind") in FINAL_KINDS for r in reports)
+
+
+def _failure(job: Path, status: int) -> str:
+    """The failure of a job, in a few words, for the restart's line."""
+    try:
+        _outcome(job, status)
+    except TrainError as e:
+        return str(e)
+    return f"status {status}"
+
+
+def _check_layout(cfg: TrainConfig, world: int) -> None:
     """What torchrun would only find out in every rank: the batch split, the GPUs."""
     processes, batch = cfg.run.processes, cfg.optim.batch_size
-    if batch % processes:
-        raise ConfigError(f"{cfg.source}: [optim] batch_size {batch} is not divisible by [run] processes "
-                          f"{processes} (the batch is global: every process takes an equal share)")
+    if batch % world:
+        what = f"[run] processes {processes}" if world == processes else f"the job's {world} processes"
+        raise ConfigError(f"{cfg.source}: [optim] batch_size {batch} is not divisible by {what} "
+                          f"(the batch is global: every process takes an equal share)")
     device = cfg.run.device
     if device in ("auto", "cuda"):
         import torch
@@ -178,12 +243,15 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _outcome(job: Path, status: int) -> TrainResult:
-    """Rank 0's result, or the exception that says why there is none."""
+def _outcome(job: Path, status: int, rank0_here: bool = True) -> TrainResult | None:
+    """Rank 0's result, or the exception that says why there is none (None
+    when the job ended well and rank 0 ran on another machine)."""
     result = _read_json(job / "result.json")
     if status == 0 and isinstance(result, dict):
         fields = {f.name for f in dataclasses.fields(TrainResult)}
         return TrainResult(**{k: v for k, v in result.items() if k in fields})
+    if status == 0 and not rank0_here:
+        return None
     reports = sorted((r for r in map(_read_json, job.glob("error-*.json")) if isinstance(r, dict)),
                      key=lambda r: r["rank"])
     causes = [r for r in reports if r["kind"] not in SIGNAL_KINDS] or reports
@@ -196,7 +264,10 @@ def _outcome(job: Path, status: int) -> TrainResult:
         if first.get("bug"):
             raise TrainError(f"{where}internal error: {first['message']} (its traceback is above)")
         raise USER_ERRORS.get(first["kind"], TrainError)(where + first["message"])
-    failed = (_read_json(job / "agent.json") or {}).get("failures", {})
+    agent = _read_json(job / "agent.json") or {}
+    failed = agent.get("failures", {})
+    if agent.get("error"):
+        raise TrainError(f"torchrun's agent failed: {agent['error']}; the last checkpoint stands")
     if failed:
         rank, code = min((int(r), int(c)) for r, c in failed.items())
         how = f"was killed by {_signal_name(-code)}" if code < 0 else f"ended with exit status {code}"
@@ -223,29 +294,32 @@ def config_from_spec(raw: dict[str, Any], source: str) -> TrainConfig:
 
 # ------------------------------------------------------------------ the agent
 
-def _agent(job: Path, processes: int) -> int:
+def _agent(job: Path, layout: list[str]) -> int:
     from sayuri_async.lifetime import die_with_parent
 
     die_with_parent(int(os.environ.get(LAUNCHER_ENV, os.getppid())), signal.SIGTERM, ORPHAN_GRACE_S)
     os.environ[AGENT_ENV] = str(os.getpid())
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.elastic.rendezvous.api import RendezvousError
     from torch.distributed.run import parse_args, run
 
     for name in list(logging.Logger.manager.loggerDict):  # torchrun's lines: the launcher reports instead
         if name.startswith("torch.distributed"):
             logging.getLogger(name).setLevel(logging.CRITICAL)
 
-    args = parse_args(["--standalone", f"--nproc_per_node={processes}", "--max-restarts=0",
-                       "-m", "sayuri_async.train.launch", "worker", str(job)])
+    args = parse_args([*layout, "--max-restarts=0", "-m", "sayuri_async.train.launch", "worker", str(job)])
     try:
         run(args)
     except ChildFailedError as e:
         failures = {str(rank): int(f.exitcode) for rank, f in e.failures.items()}
-        (job / "agent.json").write_text(json.dumps({"failures": failures}))
+        _write(job / "agent.json", {"failures": failures})
         return 1
     except SignalException as e:
         return 128 + int(e.sigval)
+    except (RendezvousError, RuntimeError, OSError) as e:  # the rendezvous or its store: a peer or the network
+        _write(job / "agent.json", {"error": " ".join(f"{type(e).__name__}: {e}".split())[:500]})
+        return 1
     return 0
 
 
@@ -296,7 +370,7 @@ def _write(path: Path, obj: Any) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[0] == "agent":
-        return _agent(Path(argv[1]), int(argv[2]))
+        return _agent(Path(argv[1]), json.loads(argv[2]))
     if len(argv) == 2 and argv[0] == "worker":
         return _worker(Path(argv[1]))
     print("sayuri_async.train.launch: started by train.launch.train, not by hand "
