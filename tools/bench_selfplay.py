@@ -47,7 +47,7 @@ def make_cfg(a, out: str, procs: int) -> SelfplayConfig:
         random_moves_factor=0.0, chunk_games=10_000, write_sgf=False, out=out, procs=procs,
         device=a.device, weights=a.weights or "", seed=1, inline_cheap_backend=a.inline,
         device_model=a.net, device_table=a.device_table, encoder=a.encoder, batches_in_flight=a.batches_in_flight,
-        search=SearchConfig(edge_capacity=a.edge_capacity, leaves_per_await=a.leaves_per_await),
+        gumbel=a.gumbel, search=SearchConfig(edge_capacity=a.edge_capacity, leaves_per_await=a.leaves_per_await),
     )
 
 
@@ -151,6 +151,7 @@ def main() -> int:
     ap.add_argument("--channels", type=int, default=96)
     ap.add_argument("--net", default="20b256c", help="device model: the net (NET or NET/MODE) in --device-table")
     ap.add_argument("--device-table", default="", help="device model: forward times (default: the shipped H200 table)")
+    ap.add_argument("--gumbel", action="store_true", help="Gumbel root search (sequential halving) instead of PUCT")
     ap.add_argument("--encoder", default="", help="planes of the random network / device model (default simple-v1)")
     ap.add_argument("--batches-in-flight", type=int, default=2, help="batches handed to the device at a time")
     ap.add_argument("--switch-interval-ms", type=float, default=0.0,
