@@ -187,7 +187,8 @@ def ratings(names: list[str], results: list[MatchResult], iters: int = 2000) -> 
 
 class NetPlayer(Player):
     """Our search over one network; each game gets its own Search, all share
-    the network's batcher (one per board size)."""
+    the network's batcher (one per board size and event loop: a player can
+    play several matches, each under its own ``asyncio.run``)."""
 
     def __init__(self, name: str, backend, playouts: int, gumbel: bool, resign: float, batch_size: int,
                  opening_moves: int = 0) -> None:
@@ -204,7 +205,7 @@ class NetPlayer(Player):
         self.batch_size = batch_size
         self._search_cls, self._cfg = Search, SearchConfig(edge_capacity=match_edges(playouts))
         self._worker = Worker(name=f"match-{name}")
-        self._batchers: dict[int, object] = {}
+        self._batchers: dict[int, tuple[asyncio.AbstractEventLoop, object]] = {}  # size: (its loop, batcher)
         self.search = None
         self.batcher = None
 
@@ -219,10 +220,13 @@ class NetPlayer(Player):
     async def start(self, size: int, komi: float) -> None:
         from .infer.batcher import Batcher
 
-        bt = self._batchers.get(size)
-        if bt is None:
-            bt = self._batchers[size] = Batcher(self.backend, size, self.batch_size, timeout_ms=2.0,
-                                                worker=self._worker)
+        loop = asyncio.get_running_loop()
+        held = self._batchers.get(size)
+        if held is not None and held[0] is loop:
+            bt = held[1]
+        else:  # a batcher answers on the event loop it was made on: a later asyncio.run gets its own
+            bt = Batcher(self.backend, size, self.batch_size, timeout_ms=2.0, worker=self._worker)
+            self._batchers[size] = (loop, bt)
         if self.batcher is not None:
             self.batcher.detach()
         self.batcher = bt

@@ -63,6 +63,19 @@ def test_network_match_alternates_colours_and_writes_sgf(tmp_path):
     assert blacks == ["random", "random-b", "random", "random-b"]
 
 
+def test_players_play_one_match_after_another_each_under_its_own_event_loop(tmp_path):
+    """The loop's gating plays its rounds as separate ``asyncio.run`` calls
+    with the same players: a batcher made under an earlier (closed) event
+    loop must not be used again."""
+    a = make_player("random", args())
+    b = make_player("random", args())
+    b.name = "random-b"
+    for r in range(2):
+        res = asyncio.run(run_match(a, b, games=2, size=7, komi=7.5, concurrency=2, sgf_dir=tmp_path / str(r),
+                                    seed=r))
+        assert res.games == 2
+
+
 @pytest.mark.skipif(GNUGO is None, reason="GNU Go is not installed")
 def test_match_against_gnugo(tmp_path):
     a = make_player("random", args(playouts=4))

@@ -18,7 +18,8 @@
 # The loop runs from a snapshot of the code (a detached git worktree of HEAD
 # in runs/strength/code, refreshed at each start), so that editing the
 # checkout while it runs changes nothing under it: a loop that imports a
-# module lazily would otherwise load a newer version than the rest.
+# module lazily would otherwise load a newer version than the rest. (-P keeps
+# the working folder off the import path, so the snapshot is what runs.)
 #
 # The workspace, the config and the start network are fixed here:
 # configs/loop-9x9-continue.toml from weights/9x9/gnugo9c-4x48.safetensors.
@@ -47,7 +48,7 @@ case "${1:-}" in
     if [ -d "$CODE" ]; then git -C "$CODE" checkout -q --detach "$(git rev-parse HEAD)"
     else git worktree add -q --detach "$CODE" HEAD; fi
     echo "code: $(git -C "$CODE" log -1 --format='%h %s' | cut -c1-72)"
-    OMP_NUM_THREADS=1 PYTHONPATH="$PWD/$CODE" nohup nice -n 19 "$PY" -m sayuri_async loop --init "$INIT" \
+    OMP_NUM_THREADS=1 PYTHONPATH="$PWD/$CODE" nohup nice -n 19 "$PY" -P -m sayuri_async loop --init "$INIT" \
       --config "$CONFIG" --workspace "$WS" >>"$LOG" 2>&1 &
     echo "started: pid $!, log $LOG"
     ;;
