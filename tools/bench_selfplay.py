@@ -47,7 +47,8 @@ def make_cfg(a, out: str, procs: int) -> SelfplayConfig:
         random_moves_factor=0.0, chunk_games=10_000, write_sgf=False, out=out, procs=procs,
         device=a.device, weights=a.weights or "", seed=1, inline_cheap_backend=a.inline,
         device_model=a.net, device_table=a.device_table, encoder=a.encoder, batches_in_flight=a.batches_in_flight,
-        gumbel=a.gumbel, gumbel_playouts_threshold=a.playouts + 1 if a.gumbel else 0, search=SearchConfig(edge_capacity=a.edge_capacity, leaves_per_await=a.leaves_per_await),
+        gumbel=a.gumbel, gumbel_playouts_threshold=a.playouts + 1 if a.gumbel else 0,
+        search=SearchConfig(edge_capacity=a.edge_capacity, leaves_per_await=a.leaves_per_await),
     )
 
 
