@@ -392,9 +392,8 @@ def test_search_run_never_returns_an_illegal_gumbel_pick():
 
     class BadPick(Search):
         async def _gumbel(self, ev, budget, n):
-            spent = await super()._gumbel(ev, budget, n)
-            self._gumbel_result = (occupied, self._gumbel_result[1])
-            return spent
+            _, policy, spent = await super()._gumbel(ev, budget, n)
+            return occupied, policy, spent
 
     s = BadPick(SearchConfig(gumbel_considered_moves=8), "simple-v1", rng=np.random.default_rng(3))
     res = run(s.run(g, InstantEvaluator(9, value_fn=material), 32, use_gumbel=True))

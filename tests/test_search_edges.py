@@ -4,6 +4,7 @@ memory of a sized self-play pool."""
 import asyncio
 
 import numpy as np
+import pytest
 
 from sayuri_async.go.game import Game
 from sayuri_async.search.mcts import Search, SearchConfig
@@ -99,3 +100,41 @@ def test_a_sized_selfplay_pool_costs_under_half_the_memory_of_full_child_records
         assert s.nodes.shape[0] == edges // 32
         assert s.pool_bytes() == edges * 12 + (edges // 32) * 24 <= most
         assert s.pool_bytes() < 0.45 * edges * 32  # a 32-byte record per child before
+
+
+class CountingEvaluator(InstantEvaluator):
+    """Counts the awaits (commits) and the leaves each one carries."""
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.rounds: list[int] = []
+
+    def commit(self, count: int = 1, final: bool = True, prepare=None):
+        self.rounds.append(count)
+        return super().commit(count, final, prepare)
+
+
+def test_gumbel_rounds_batch_leaves_as_puct_rounds_do():
+    g = Game(9)
+    g.play_vertex("E5")
+    cfg = SearchConfig(gumbel_considered_moves=16, leaves_per_await=4)
+    s = Search(cfg, "simple-v1", rng=np.random.default_rng(2))
+    ev = CountingEvaluator(9, value_fn=material)
+    res = asyncio.run(s.run(g, ev, 200, use_gumbel=True))
+    assert res.playouts == 200 and s.root_visits() == 200
+    # every leaf after the root's own evaluation comes in rounds of up to 4:
+    # far fewer awaits than playouts (one a playout before the visit plan)
+    assert max(ev.rounds) == 4 and sum(ev.rounds) == 200
+    assert len(ev.rounds) <= 200 // 4 + 20  # a collision ends a round early now and then
+    check_tree(s)
+
+
+@pytest.mark.parametrize("k, budget", [(16, 200), (16, 15), (8, 64), (2, 7), (1, 5), (16, 1000), (5, 33)])
+def test_the_visit_plan_spends_the_budget_round_the_candidates(k, budget):
+    from sayuri_async.search.gumbel import phase_sizes, visit_plan
+
+    plan = visit_plan(k, budget)
+    assert sum(n for _, n in plan) == budget
+    assert [size for size, _ in plan] == phase_sizes(k)[: len(plan)]
+    for size, n in plan[:-1]:
+        assert n % size == 0 and n >= size  # each candidate of an early phase gets the same visits

@@ -8,6 +8,10 @@ logits      log prior of the root's children (legal actions only).
 considered  the top-k actions by ``g + logits``; sequential halving keeps the
             better half by ``g + logits + sigma(q)`` after each phase until one
             is left, spending exactly the playout budget.
+visit plan  the phases' (candidates, visits), drawn up once per search
+            (``visit_plan``); a phase's visits go round its candidates, and
+            the search hands them to the descent as one sequence of forced
+            root children, batched like PUCT's playouts.
 sigma(q)    ``(c_visit + max_b N(b)) * c_scale * q`` with q in [0, 1].
 completed Q Q of visited actions; unvisited ones get ``v_mix`` (the network's
             root value mixed with the visited children's Q, weighted by prior).
@@ -29,6 +33,24 @@ def phase_sizes(k: int) -> list[int]:
     while sizes[-1] > 2:
         sizes.append(math.ceil(sizes[-1] / 2))
     return sizes if k > 1 else [1]
+
+
+def visit_plan(k: int, budget: int) -> list[tuple[int, int]]:
+    """Sequential halving's visits, drawn up once per search: for each
+    phase, (candidates left, visits it spends), the visits going round the
+    candidates in turn. Every phase but the last gets
+    ``max(1, budget // (phases * size)) * size`` of what is left; the last
+    takes the rest, so the plan spends exactly ``budget``."""
+    sizes = phase_sizes(k)
+    plan: list[tuple[int, int]] = []
+    left = budget
+    for i, size in enumerate(sizes):
+        if left <= 0:
+            break
+        n = left if i == len(sizes) - 1 else min(max(1, budget // (len(sizes) * size)) * size, left)
+        plan.append((size, n))
+        left -= n
+    return plan
 
 
 def sigma(q01: np.ndarray, max_visits: int, c_visit: float, c_scale: float) -> np.ndarray:

@@ -161,6 +161,7 @@ class SearchResult:
 
 
 _NO_CACHE = NNCache(0, 1)  # no slots: the compiled search skips it
+NO_FORCED = np.empty(0, dtype=np.int64)  # [0]: every playout's root child is chosen by selection
 
 
 def encode_leaf_rounds(rounds: list[tuple], planes: np.ndarray) -> None:
@@ -291,9 +292,9 @@ class Search:
         return True
 
     # ---- playouts ------------------------------------------------------
-    async def playout(self, ev: Evaluator, forced: int = -1) -> int:
+    async def playout(self, ev: Evaluator) -> int:
         """One descent + evaluation + backup."""
-        return await self.playouts(ev, 1, forced)
+        return await self.playouts(ev, 1)
 
     async def expand_root(self, ev: Evaluator) -> int:
         """Make sure the root has an edge for every legal move (one playout
@@ -302,10 +303,11 @@ class Search:
             return 0
         return await self.playout(ev)
 
-    async def playouts(self, ev: Evaluator, count: int, forced: int = -1) -> int:
-        """``count`` playouts (all through the root child at place ``forced``
-        among the root's edges when >= 0),
-        in rounds of up to ``leaves_per_await`` descents whose leaves wait on
+    async def playouts(self, ev: Evaluator, count: int, forced: np.ndarray = NO_FORCED) -> int:
+        """``count`` playouts (the j-th through the root child at place
+        ``forced[j]`` among the root's edges, when ``forced`` [count] int64
+        is given: Gumbel's visit plan), in rounds of up to
+        ``leaves_per_await`` descents whose leaves wait on
         the network together (one commit, one await, one compiled call each
         way; with an ``off_loop`` encoder the leaves are encoded by the
         evaluator, off the event loop, before the batch runs). This loop is
@@ -330,7 +332,8 @@ class Search:
                     handle = self.tree_handle()
                 planes, slot, room = reserve()
                 want = min(k_max, count - done, room)
-                leaves, completed, hits = descend_round(handle, planes, slot, want, forced, cache)
+                leaves, completed, hits = descend_round(handle, planes, slot, want,
+                                                        forced[done:] if forced.shape[0] else forced, cache)
                 done += completed
                 requests += leaves + hits
                 hits_total += hits
@@ -567,7 +570,8 @@ class Search:
         if not allow_pass:
             ban_root_actions(self.ws, self.nodes, self.edges, self._pass_action(n))
         if use_gumbel:
-            spent += await self._gumbel(ev, playouts - spent, n)
+            gumbel_action, gumbel_policy, gumbel_spent = await self._gumbel(ev, playouts - spent, n)
+            spent += gumbel_spent
         else:
             if noise:
                 self.add_dirichlet_noise()
@@ -578,8 +582,7 @@ class Search:
         # restricted root moves keep visits from a reused tree: they lose them here
         action = choose_by_visits(visits, prior, temperature, self.rng.random(), policy)
         if use_gumbel:
-            action, gumbel_policy = self._gumbel_result
-            policy = gumbel_policy.astype(np.float32)
+            action, policy = gumbel_action, gumbel_policy.astype(np.float32)
             if not game.is_legal(int(action)):  # an unvisited superko move: the best legal one
                 action = self.best_move(game)
         return SearchResult(int(action), visits, q, prior, policy, self.root_value(), spent, full_search, use_gumbel)
@@ -590,15 +593,18 @@ class Search:
             self._pass = np.array([n * n], dtype=np.int64)
         return self._pass
 
-    async def _gumbel(self, ev: Evaluator, budget: int, n: int) -> int:
-        """Sequential halving at the root; spends exactly ``budget`` playouts
-        (fewer only if every considered move runs out). Sets
-        ``self._gumbel_result`` to (action, improved policy)."""
+    async def _gumbel(self, ev: Evaluator, budget: int, n: int) -> tuple[int, np.ndarray, int]:
+        """Sequential halving at the root over the visit plan
+        (``gumbel.visit_plan``, drawn up once for the search): each phase's
+        visits go round its candidates in one ``playouts`` call, so its
+        rounds batch ``leaves_per_await`` leaves as PUCT's do. Spends
+        ``budget`` playouts (fewer only if every considered move runs out).
+        Returns (action, improved policy [A], playouts spent)."""
         cfg = self.cfg
         r = self.nodes[self.root_node()]
         first, k = int(r["first"]), int(r["nchild"])
         a_count = n * n + 1
-        logits = np.full(a_count, -np.inf)
+        logits = np.full(a_count, -np.inf)  # [A]
         child_of = np.full(a_count, -1, dtype=np.int64)  # [A] root edge of each action
         kids = self.edges[first : first + k]
         ok = kids["prior"] > 0
@@ -607,34 +613,22 @@ class Search:
         child_of[acts] = np.arange(k)  # forced playouts name a root child by its place
         # forced visits: no prefix order at the root (its edges stay where they are)
         self.nodes[self.root_node()]["ordered"] = -1
-        g = self.rng.gumbel(size=a_count)
+        g = self.rng.gumbel(size=a_count)  # [A]
         legal = np.isfinite(logits)
         m = min(cfg.gumbel_considered_moves, int(legal.sum()))
-        spent = 0
         if m == 0:
-            self._gumbel_result = (n * n, np.eye(a_count, dtype=np.float64)[n * n])
-            return 0
-        order = np.argsort(-(np.where(legal, g + logits, -np.inf)))
-        cand = order[:m]
-        sizes = G.phase_sizes(m)
-        phases = len(sizes)
-        for pi, size in enumerate(sizes):
-            if budget - spent <= 0:
-                break
-            if pi > 0:
+            return n * n, np.eye(a_count, dtype=np.float64)[n * n], 0
+        cand = np.argsort(-(np.where(legal, g + logits, -np.inf)))[:m]  # [m] actions, best first
+        spent = 0
+        for phase, (size, visits_in_phase) in enumerate(G.visit_plan(m, budget)):
+            if phase > 0:
                 visits, q, _ = self.stats(n)
                 score = G.score_actions(g, logits, q, visits, cfg.gumbel_c_visit, cfg.gumbel_c_scale)
                 cand = cand[np.argsort(-score[cand], kind="stable")][:size]
-            if pi == phases - 1:
-                per_total = budget - spent
-            else:
-                per_total = min(max(1, budget // (phases * size)) * size, budget - spent)
-            for j in range(per_total):
-                await self.playouts(ev, 1, int(child_of[cand[j % len(cand)]]))
-                spent += 1
+            forced = child_of[cand[np.arange(visits_in_phase) % len(cand)]]  # [visits_in_phase] root edges
+            spent += await self.playouts(ev, visits_in_phase, forced)
         visits, q, prior = self.stats(n)
         score = G.score_actions(g, logits, q, visits, cfg.gumbel_c_visit, cfg.gumbel_c_scale)
         best = int(cand[np.argmax(score[cand])])
         policy = G.improved_policy(logits, q, visits, prior, self.root_value(), cfg.gumbel_c_visit, cfg.gumbel_c_scale)
-        self._gumbel_result = (best, policy)
-        return spent
+        return best, policy, spent

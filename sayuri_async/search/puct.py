@@ -314,8 +314,11 @@ def encode_waiting_leaf(ws, rec, planes, row: int, leaf_slot: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
-    """Up to ``want`` playouts' walks (``forced`` as in ``walk``); the k-th
+def descend_round(tree, planes, slot: int, want: int, forced, cache):
+    """Up to ``want`` playouts' walks; ``forced`` [F] int64 names the root
+    child (as in ``walk``) of each playout in turn: the round's j-th
+    playout (ends of the game and cache hits count, a collision does not)
+    takes ``forced[j]``, and an empty ``forced`` lets selection choose. The k-th
     leaf that needs the network waits in leaf slot k for its row
     ``planes[slot + k]``, which ``encode_rounds`` writes (encoded here at
     once unless ``ws.encode_off_loop``). Ends of the game
@@ -332,7 +335,7 @@ def descend_round(tree, planes, slot: int, want: int, forced: int, cache):
     hits = 0
     off_loop = ws[0].encode_off_loop != 0
     for _ in range(want):
-        outcome = walk(ws, nodes, edges, boards, forced, leaves)
+        outcome = walk(ws, nodes, edges, boards, forced[completed + leaves] if forced.shape[0] > 0 else -1, leaves)
         if outcome == WALK_COLLISION:
             break
         if outcome == WALK_END:
