@@ -54,7 +54,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import math
 import shlex
 import shutil
 import sys
@@ -390,9 +389,11 @@ class Loop:
         """Training steps for a generation that brought ``new_positions``
         (not held out): ``samples_per_position`` samples for each, or the
         fixed ``steps_per_generation``."""
+        from .train.schedule import reuse_steps
+
         if self.cfg.samples_per_position <= 0:
             return self.cfg.steps_per_generation
-        return max(1, math.ceil(new_positions * self.cfg.samples_per_position / self.train_cfg.optim.batch_size))
+        return max(1, reuse_steps(new_positions, self.cfg.samples_per_position, self.train_cfg.optim.batch_size))
 
     def evaluate(self, st: LoopState, summary: dict) -> dict:
         """Play the candidate against the best in rounds until the gate

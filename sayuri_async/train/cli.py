@@ -8,6 +8,13 @@ to *reach* (a resumed run at step 3000 with ``--steps 5000`` does 2000 more).
 a run is refused (exit 2) unless ``--resume`` or ``--auto-resume`` is given
 (see ``trainer``'s "run folder").
 
+``--follow`` trains without end while self-play adds chunks (``follow.py``):
+rounds of ``--follow-export-every`` steps, each started once the data on
+disk allows it (``--follow-reuse`` samples a position), each export
+published into ``--publish`` for ``selfplay --follow-weights``. With
+``--nproc K`` each round runs under torchrun (``launch.py``); ``--follow``
+under torchrun itself is refused: the rounds start the ranks.
+
 Checked before anything is built: the numbers (``TrainOptions``, and the
 file's sections for ``--workers``), the size of the ``[model]`` network
 (``net.weights.MAX_BLOCKS``, ``MAX_WIDTH``), and that ``--init``'s network
@@ -39,11 +46,18 @@ class TrainOptions:
     (``configfile``): an error names the option."""
     steps: int | None = None
     nproc: int = 1
+    follow_reuse: float = 4.0
+    follow_export_every: int | None = None
+    follow_poll: float = 10.0
 
     def __post_init__(self) -> None:
         if self.steps is not None:
             between(self, 0, 1_000_000_000_000, "steps")
         between(self, 1, 1024, "nproc")
+        between(self, 0.001, 10_000, "follow_reuse")
+        between(self, 0.01, 86_400, "follow_poll")
+        if self.follow_export_every is not None:
+            between(self, 1, 1_000_000_000, "follow_export_every")
 
 
 def network_encoder(path: str) -> str | None:
@@ -113,6 +127,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="cpu, cuda or cuda:N; overrides [run] device")
     p.add_argument("--workers", type=int, help="data-loader processes per rank; overrides [data] workers")
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of the progress bar")
+    p.add_argument("--follow", action="store_true",
+                   help="train without end while self-play adds data, paced by --follow-reuse, publishing "
+                        "a network every --follow-export-every steps into --publish")
+    p.add_argument("--follow-reuse", type=float, default=4.0, metavar="R",
+                   help="--follow: training samples per position on disk; waits when ahead (default 4)")
+    p.add_argument("--follow-export-every", type=int, metavar="N",
+                   help="--follow: steps between published networks (default: [run] export_every)")
+    p.add_argument("--follow-poll", type=float, default=10.0, metavar="S",
+                   help="--follow: seconds between looks at the data while waiting (default 10)")
+    p.add_argument("--publish", metavar="DIR",
+                   help="--follow: the folder selfplay --follow-weights reads (default: <out>/published)")
     return p
 
 
@@ -155,8 +180,15 @@ def _check_model_size(cfg, source: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
-    from_options(TrainOptions, {"steps": args.steps, "nproc": args.nproc})
-    if args.nproc > 1 and "WORLD_SIZE" not in os.environ:
+    from_options(TrainOptions, {"steps": args.steps, "nproc": args.nproc, "follow_reuse": args.follow_reuse,
+                                "follow_export_every": args.follow_export_every, "follow_poll": args.follow_poll})
+    if args.follow and "WORLD_SIZE" in os.environ:
+        raise UserError("--follow under torchrun: run it alone, with --nproc K for K ranks (each round starts them)")
+    if not args.follow:
+        for option, given in (("--follow-export-every", args.follow_export_every), ("--publish", args.publish)):
+            if given is not None:
+                raise UserError(f"{option} goes with --follow")
+    if args.nproc > 1 and "WORLD_SIZE" not in os.environ and not args.follow:
         return _launch(args.nproc, argv)
     try:
         cfg = load_config(args.config)
@@ -168,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             override(cfg, "run", "out", args.out)
         if args.device is not None:
             override(cfg, "run", "device", args.device)
+        if args.follow and args.nproc > 1:
+            override(cfg, "run", "processes", args.nproc, CommandLine({"processes": "--nproc"}))
     except ConfigError as e:
         print(f"sayuri-async train: {e}", file=sys.stderr)
         return 2
@@ -175,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     def named(option: str, section: str, key: str, given: object) -> str:  # the option, or the file's key
         return option if given is not None else f"{args.config}: [{section}] {key}"
 
-    if not os.path.isdir(cfg.data.dir):
+    if not os.path.isdir(cfg.data.dir) and not args.follow:  # --follow waits for self-play to make it
         raise UserError(f"{named('--data', 'data', 'dir', args.data)} {cfg.data.dir}: no such folder "
                         f"(self-play writes its chunks under <out>/data)")
     if args.init is not None:
@@ -191,10 +225,20 @@ def main(argv: list[str] | None = None) -> int:
     from sayuri_async.train.trainer import train
 
     resume: bool | str = True if args.resume else ("auto" if args.auto_resume else False)
+    progress = False if args.no_progress else None
     try:
+        if args.follow:
+            from sayuri_async.train.follow import FollowSettings, follow
+
+            settings = FollowSettings(reuse=args.follow_reuse, poll_s=args.follow_poll, publish=args.publish or "",
+                                      export_every=args.follow_export_every or cfg.run.export_every,
+                                      steps=args.steps)
+            followed = follow(cfg, settings, init=args.init, resume=resume, progress=progress)
+            print(f"done: step {followed.steps} in {followed.rounds} round(s); {len(followed.published)} "
+                  f"network(s) published", file=sys.stderr)
+            return 0
         result = train(cfg, steps=args.steps, init=args.init, resume=resume,
-                       refresh_window=args.refresh_window,
-                       progress=False if args.no_progress else None)
+                       refresh_window=args.refresh_window, progress=progress)
     except TrainError as e:  # RunFolderInUse and NoTrainingData are usage errors (2), the rest failures (1)
         print(f"sayuri-async train: {e}", file=sys.stderr)
         return exit_status(e) or 1
@@ -213,3 +257,4 @@ def main(argv: list[str] | None = None) -> int:
             done += f"; weights {result.export}"
         print(done, file=sys.stderr)
     return 0
+
