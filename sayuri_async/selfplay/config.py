@@ -131,6 +131,8 @@ class SelfplayConfig:
 
             require(not self.weights, "weights", f"the device model (device {self.device}) answers as the random "
                                                  f"network and takes no weights, not {self.weights!r}")
+            require(not self.follow_weights, "follow_weights", f"the device model (device {self.device}) answers "
+                                                               f"as the random network and follows no weights")
             try:
                 load_table(self.device_model, self.device_table or None)
             except DeviceModelError as e:

@@ -31,8 +31,9 @@ controls    ``set_batch_size``, ``set_parallel_games``, ``set_timeout_ms``,
             batches (``switch.py``); the engine needs ``make_network`` for it.
 network     the engine's backend sits in a ``SwappableBackend``; the status
             carries ``network`` (the current one's label), ``networks``
-            (every one played, in order) and ``network_error`` (why the last
-            file offered was refused, or None). Each game's record lists the
+            (the last ``NETWORKS_SHOWN`` played, in order) and
+            ``network_error`` (why the last file offered was refused, or
+            None). Each game's record lists the
             networks it was played with (``GameRecord.networks``). An engine
             that may change its network hands every batch to its worker, the
             random network's too, so that no network runs on the loop.
@@ -58,6 +59,8 @@ from .game import LiveGame, play_game
 from .switch import MakeBackend, NetworkSwitch
 from .writer import ChunkWriter
 from .writer_proc import WriterProcess
+
+NETWORKS_SHOWN = 16  # networks an engine's status lists (the latest)
 
 
 class Engine:
@@ -285,7 +288,7 @@ class Engine:
             "positions_written": self.writer.positions_written,
             "pid": os.getpid(),
             "network": self.switch.current.label,
-            "networks": [n.label for n in self.switch.history],
+            "networks": [n.label for n in self.switch.history[-NETWORKS_SHOWN:]],
             "network_error": self.switch.error,
         }
 
