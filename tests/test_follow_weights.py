@@ -275,3 +275,61 @@ def test_selfplay_follows_a_folder_and_records_the_network_of_every_game(tmp_pat
     sha = file_sha256(nets / "net-s000000003.safetensors")
     assert any(n["sha256"] == sha for m in metas for n in m["networks"])
     assert all(fileio.host_name() in p.name for p in (tmp_path / "out" / "data").glob("*.npz"))
+
+
+def test_the_summary_and_the_progress_line_name_the_networks():
+    from sayuri_async.selfplay.report import aggregate, summary_lines
+
+    def status(pid: int, networks: list[str]) -> dict:
+        return {"t": 1.0, "elapsed": 1.0, "loop_cpu_s": 0.5, "pid": pid, "counters": {}, "settings": {},
+                "games": [], "finished": 1, "chunks": 1, "positions_written": 10, "network": networks[-1],
+                "networks": networks}
+
+    agg = aggregate([status(1, ["random", "net-a@0123"]), status(2, ["random"])])
+    assert agg["network"] == "net-a@0123, random"  # one engine has not swapped yet
+    assert agg["networks_played"] == ["random", "net-a@0123"]
+    assert summary_lines(agg, {})[-1] == "networks played: random, net-a@0123"
+
+
+def test_follow_weights_naming_a_file_is_refused_in_one_line(tmp_path, capsys):
+    from sayuri_async.selfplay.cli import main
+
+    not_a_folder = tmp_path / "net.safetensors"
+    not_a_folder.write_bytes(b"x")
+    status = main(["--no-tui", "--out", str(tmp_path / "o"), "--follow-weights", str(not_a_folder)])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and "--follow-weights" in err and "not a folder" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_every_engine_process_follows_the_folder(tmp_path):
+    from sayuri_async.selfplay.runner import run_selfplay
+
+    nets = tmp_path / "published"
+    nets.mkdir()
+    first = save_net(nets / "net-s000000001.safetensors", 1)
+    cfg = small_cfg(tmp_path / "out", follow_weights=str(nets), follow_interval_s=0.2, procs=2, writer_process=True)
+    said: list[str] = []
+
+    class Reporter:
+        def __init__(self):
+            self.t0 = time.monotonic()
+            self.published = False
+
+        def update(self, statuses):
+            if len(statuses) == 2 and not self.published and all(s["finished"] >= 1 for s in statuses):
+                later = save_net(nets / "net-s000000002.safetensors", 2)
+                touch_later(later, 5)
+                self.published = True
+            labels = {s["network"].split("@")[0] for s in statuses}
+            if self.published and labels == {"net-s000000002"} and len(statuses) == 2:
+                return [{"stop": True}]
+            return [{"stop": True}] if time.monotonic() - self.t0 > 300 else []
+
+        def close(self, statuses):
+            pass
+
+    final = run_selfplay(cfg, Reporter(), warn=said.append)
+    assert not said and len(final) == 2
+    assert all(s["networks"] == [check_file(first).label, check_file(nets / "net-s000000002.safetensors").label]
+               for s in final), [s["networks"] for s in final]
