@@ -176,7 +176,8 @@ def test_an_engine_swaps_on_a_control_and_records_the_networks_of_each_game(tmp_
 
 # ----------------------------------------------------------------- following a folder
 
-def save_net(path: Path, seed: int) -> Path:
+def save_net(path: Path, seed: int, later: float = 0.0) -> Path:
+    """A tiny network at ``path``, renamed there whole, dated ``later`` seconds from now."""
     import torch
 
     from sayuri_async.net.model import Net, NetConfig, init_weights
@@ -187,6 +188,16 @@ def save_net(path: Path, seed: int) -> Path:
     tmp = path.with_name(f".{path.name}.tmp")
     with torch.no_grad():
         save_weights(tmp, net, {"name": path.stem})
+    touch_later(tmp, later)
+    os.replace(tmp, path)
+    return path
+
+
+def put_bytes(path: Path, data: bytes, later: float = 0.0) -> Path:
+    """``data`` at ``path``, renamed there whole, dated ``later`` seconds from now."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    touch_later(tmp, later)
     os.replace(tmp, path)
     return path
 
@@ -205,15 +216,12 @@ def test_the_follower_takes_the_newest_file_and_refuses_a_corrupt_one_in_one_lin
     path, network = follower.poll()
     assert path == a and network == NetworkId("net-s000000010", file_sha256(a))
     assert follower.poll() is None  # looked at already
-    bad = tmp_path / "net-s000000020.safetensors"
-    bad.write_bytes(b"\x00" * 64)
-    touch_later(bad, 5)
+    bad = put_bytes(tmp_path / "net-s000000020.safetensors", b"\x00" * 64, later=5)
     assert newest_weights(tmp_path).path == bad
     assert follower.poll() is None and follower.poll() is None
     assert len(said) == 1 and str(bad) in said[0] and "refused" in said[0] and "\n" not in said[0]
     assert network.label in said[0]  # the network that keeps playing
-    b = save_net(tmp_path / "net-s000000030.safetensors", 2)
-    touch_later(b, 10)
+    b = save_net(tmp_path / "net-s000000030.safetensors", 2, later=10)
     assert follower.poll()[1] == check_file(b)
 
 
@@ -224,7 +232,7 @@ def test_a_file_that_does_not_match_its_sidecar_is_refused(tmp_path):
     follower = WeightsFollower(tmp_path, 0.1, said.append)
     assert follower.poll() is None and "does not match" in said[0]
     sidecar_path(a).write_text(f"{file_sha256(a)}  a.safetensors\n")
-    touch_later(a, 5)  # the copy completed
+    touch_later(sidecar_path(a), 5)  # the right sidecar arrived
     assert follower.poll()[1].name == "a"
 
 
@@ -246,13 +254,11 @@ def test_selfplay_follows_a_folder_and_records_the_network_of_every_game(tmp_pat
             seen.extend(statuses)
             st = statuses[0]
             if self.step == 0 and st["finished"] >= 1:  # the random network played a game: publish two files
-                (nets / "net-s000000002.safetensors").write_bytes(b"not a network")
+                put_bytes(nets / "net-s000000002.safetensors", b"not a network", later=5)  # the newest
                 save_net(nets / "net-s000000001.safetensors", 3)
-                touch_later(nets / "net-s000000002.safetensors", 5)  # the corrupt one is the newest
                 self.step, self.mark = 1, st["finished"]
             elif self.step == 1 and len(said) >= 2:
-                save_net(nets / "net-s000000003.safetensors", 4)
-                touch_later(nets / "net-s000000003.safetensors", 10)
+                save_net(nets / "net-s000000003.safetensors", 4, later=10)
                 self.step = 2
             elif self.step == 2 and st["network"].startswith("net-s000000003@"):
                 self.step, self.mark = 3, st["finished"] + len(st["games"])
@@ -318,8 +324,7 @@ def test_every_engine_process_follows_the_folder(tmp_path):
 
         def update(self, statuses):
             if len(statuses) == 2 and not self.published and all(s["finished"] >= 1 for s in statuses):
-                later = save_net(nets / "net-s000000002.safetensors", 2)
-                touch_later(later, 5)
+                save_net(nets / "net-s000000002.safetensors", 2, later=5)
                 self.published = True
             labels = {s["network"].split("@")[0] for s in statuses}
             if self.published and labels == {"net-s000000002"} and len(statuses) == 2:

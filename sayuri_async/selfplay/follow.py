@@ -9,8 +9,8 @@ newest      among the folder's ``*.safetensors`` files (not below it, hidden
             rename), so the newest is the latest step.
 poll        every ``interval_s`` seconds a thread of its own (neither the
             event loop nor an engine waits for it) looks for the newest file.
-            A file it has already looked at (same name, time and size) is
-            passed over; a new one is checked: its sha256 (against its
+            A file it has already looked at (same name, time and size, and
+            the same time of its sidecar) is passed over; a new one is checked: its sha256 (against its
             sidecar, ``net/identity.py``, when it has one) and that it loads
             (on the CPU). A good file that is not the network playing now
             becomes a ``{"network": {"path", "name", "sha256"}}`` control for
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..net.identity import NetworkId, check_file
+from ..net.identity import NetworkId, check_file, sidecar_path
 
 DEFAULT_INTERVAL_S = 5.0
 Warn = Callable[[str], None]
@@ -66,6 +66,14 @@ def newest_weights(folder: str | os.PathLike) -> Candidate | None:
     return best
 
 
+def sidecar_time(path: Path) -> int | None:
+    """The modification time of a weights file's sidecar (None: it has none)."""
+    try:
+        return sidecar_path(path).stat().st_mtime_ns
+    except OSError:
+        return None
+
+
 def check_weights(path: str | os.PathLike) -> NetworkId:
     """The file's NetworkId once its sha256 and its loading passed (any
     exception otherwise: the caller reports it)."""
@@ -91,7 +99,7 @@ class WeightsFollower:
         self.warn = warn
         self.current = current
         self.offered = 0  # networks handed to the engines
-        self._looked: Candidate | None = None
+        self._looked: tuple[Candidate, int | None] | None = None
         self._controls: queue.SimpleQueue = queue.SimpleQueue()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -99,9 +107,12 @@ class WeightsFollower:
     def poll(self) -> tuple[Path, NetworkId] | None:
         """One look (see "poll"): the new network to play, or None."""
         cand = newest_weights(self.folder)
-        if cand is None or cand == self._looked:
+        if cand is None:
             return None
-        self._looked = cand
+        looked = (cand, sidecar_time(cand.path))
+        if looked == self._looked:
+            return None
+        self._looked = looked
         try:
             network = check_weights(cand.path)
         except Exception as e:  # any failure to read or load: one line, the current network stays
