@@ -268,6 +268,9 @@ def load_loop_config(path: str):
         raise ConfigError(f"{path}: [data] board_size {train_cfg.data.board_size} differs from [selfplay] "
                           f"board_sizes {sp_cfg.board_sizes}: the loop trains on its own games, so both "
                           "must name the same single size")
+    if sp_cfg.follow_weights:
+        raise ConfigError(f"{path}: [selfplay] follow_weights: the loop plays each generation's best network; "
+                          "a folder is followed by `selfplay --follow-weights` beside `train --follow`")
     return loop_cfg, sp_cfg, train_cfg
 
 

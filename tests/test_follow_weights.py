@@ -338,3 +338,16 @@ def test_every_engine_process_follows_the_folder(tmp_path):
     assert not said and len(final) == 2
     assert all(s["networks"] == [check_file(first).label, check_file(nets / "net-s000000002.safetensors").label]
                for s in final), [s["networks"] for s in final]
+
+
+def test_the_loop_refuses_to_follow_a_folder(tmp_path):
+    from sayuri_async.configfile import ConfigError
+    from sayuri_async.loop import load_loop_config
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "configs" / "loop-7x7.toml").read_text()
+    text = text.replace("[selfplay]\n", "[selfplay]\nfollow_weights = 'w'\n", 1)
+    cfg = tmp_path / "loop.toml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError, match=r"follow_weights.*selfplay --follow-weights"):
+        load_loop_config(str(cfg))
