@@ -33,10 +33,11 @@ network     the engine's backend sits in a ``SwappableBackend``; the status
             carries ``network`` (the current one's label), ``networks``
             (the last ``NETWORKS_SHOWN`` played, in order) and
             ``network_error`` (why the last file offered was refused, or
-            None). Each game's record lists the
-            networks it was played with (``GameRecord.networks``). An engine
-            that may change its network hands every batch to its worker, the
-            random network's too, so that no network runs on the loop.
+            None). Each game's record lists the networks it was played with
+            (``GameRecord.networks``). An engine that may change its network
+            hands every batch to its worker, the random network's too, so
+            that no network runs on the loop; a new network's device rates
+            are measured in the loader thread before it plays.
 """
 from __future__ import annotations
 
