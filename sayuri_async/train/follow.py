@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,7 +98,7 @@ def follow(cfg: TrainConfig, settings: FollowSettings, init: str | None = None, 
     ``settings.steps``; ``train`` stands in for ``launch.train``."""
     if train is None:
         from sayuri_async.train.launch import train
-    tell = say or (lambda text: print(text, flush=True))
+    tell = say or (lambda text: print(text, file=sys.stderr, flush=True))  # beside the trainer's own lines
     folder = Path(settings.publish or Path(cfg.run.out) / PUBLISH_FOLDER)
     batch = cfg.optim.batch_size
     step = current_step(cfg.run.out)
