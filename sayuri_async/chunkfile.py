@@ -10,7 +10,12 @@ chunk       one ``.npz`` archive (``numpy.savez_compressed``) of the positions
             per-position arrays (fields).
 meta        the header, a JSON object in the ``meta`` entry: ``format``
             (``FORMAT``), ``version`` (``VERSION``), ``encoder``, ``planes``
-            (C), ``board_size`` (N), ``games``, ``generator`` (``make_meta``).
+            (C), ``board_size`` (N), ``games``, ``generator`` (``make_meta``);
+            self-play adds the optional ``META_PROVENANCE`` keys: ``host``
+            (the machine's full name), ``networks`` (the distinct networks
+            that played, ``{"name", "sha256"}`` each) and ``game_networks``
+            (per game, in ``game`` order, the indices into ``networks`` of
+            the networks it was played with, in order).
 field       one per-position array: its name, the dtype it is written with
             and its shape in the symbols of ``Field.dims`` (``M`` positions,
             ``A = N*N + 1`` actions, ``NN = N*N`` points, ``C`` planes, ``P =
@@ -65,6 +70,7 @@ MAX_CHUNK_BYTES = 1 << 30  # a chunk's arrays, uncompressed: 50 games of 19x19 t
 MAX_META_BYTES = 1 << 20
 NAME_TRIES = 10_000  # serials tried past taken names before giving up
 META_KEYS = ("format", "version", "encoder", "planes", "board_size", "games", "generator")
+META_PROVENANCE = ("host", "networks", "game_networks")
 
 
 class ChunkError(ValueError):
@@ -143,10 +149,16 @@ def zeros(name: str, m: int, n: int, c: int) -> np.ndarray:
 
 # ------------------------------------------------------------------ meta and checks
 
-def make_meta(encoder: str, planes: int, board_size: int, games: int, generator: str) -> dict[str, Any]:
-    """The header of a new chunk."""
+def make_meta(encoder: str, planes: int, board_size: int, games: int, generator: str,
+              provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The header of a new chunk; ``provenance`` holds the optional
+    ``META_PROVENANCE`` keys (see the vocabulary)."""
+    extra = dict(provenance or {})
+    unknown = sorted(set(extra) - set(META_PROVENANCE))
+    if unknown:
+        raise ValueError(f"meta keys {unknown} are not chunk provenance ({', '.join(META_PROVENANCE)})")
     return {"format": FORMAT, "version": VERSION, "encoder": encoder, "planes": int(planes),
-            "board_size": int(board_size), "games": int(games), "generator": generator}
+            "board_size": int(board_size), "games": int(games), "generator": generator, **extra}
 
 
 def position_bytes_bound(n: int, c: int) -> int:

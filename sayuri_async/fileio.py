@@ -28,8 +28,14 @@ stale       a temporary of this program's pattern whose writer is gone:
             host, and the ``mkstemp`` names of earlier versions) untouched
             for ``STALE_AGE_S``. ``clean_stale_temps(folder)`` removes them;
             every writer of a folder calls it when it starts.
-run stamp   ``run_stamp()``: ``<UTC time>-<pid>`` (``20250131T235959Z-4242``),
-            part of file names that must differ from every earlier run's.
+run stamp   ``run_stamp()``: ``<UTC time>-<host name>-<pid>``
+            (``20250131T235959Z-box2-4242``), part of file names that must
+            differ from every earlier run's, on this machine and on every
+            other machine that writes into the same (shared) folder.
+host name   ``host_name()``: the machine's name up to its first dot, in lower
+            case, with every character outside ``a-z0-9`` made ``x`` (at most
+            ``HOST_NAME_CHARS``; ``host`` when the machine has no name), so
+            it never adds a ``-`` or a ``.`` to a file name.
 
 Every writer of chunks, SGF, checkpoints, weights and loop state goes
 through here.
@@ -217,6 +223,17 @@ def clean_stale_temps(folder: str | os.PathLike) -> list[Path]:
     return removed
 
 
+HOST_NAME_CHARS = 24
+
+
+def host_name(full: str | None = None) -> str:
+    """This machine's name as file names carry it (see the vocabulary);
+    ``full`` stands in for ``socket.gethostname()``."""
+    short = (socket.gethostname() if full is None else full).split(".")[0].lower()
+    return re.sub(r"[^a-z0-9]", "x", short)[:HOST_NAME_CHARS] or "host"
+
+
 def run_stamp() -> str:
-    """``<UTC time>-<pid>``: differs from every other run's (see the vocabulary)."""
-    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}"
+    """``<UTC time>-<host name>-<pid>``: differs from every other run's,
+    here and on other machines (see the vocabulary)."""
+    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{host_name()}-{os.getpid()}"

@@ -54,7 +54,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import math
 import shlex
 import shutil
 import sys
@@ -269,6 +268,9 @@ def load_loop_config(path: str):
         raise ConfigError(f"{path}: [data] board_size {train_cfg.data.board_size} differs from [selfplay] "
                           f"board_sizes {sp_cfg.board_sizes}: the loop trains on its own games, so both "
                           "must name the same single size")
+    if sp_cfg.follow_weights:
+        raise ConfigError(f"{path}: [selfplay] follow_weights: the loop plays each generation's best network; "
+                          "a folder is followed by `selfplay --follow-weights` beside `train --follow`")
     return loop_cfg, sp_cfg, train_cfg
 
 
@@ -390,9 +392,11 @@ class Loop:
         """Training steps for a generation that brought ``new_positions``
         (not held out): ``samples_per_position`` samples for each, or the
         fixed ``steps_per_generation``."""
+        from .train.schedule import reuse_steps
+
         if self.cfg.samples_per_position <= 0:
             return self.cfg.steps_per_generation
-        return max(1, math.ceil(new_positions * self.cfg.samples_per_position / self.train_cfg.optim.batch_size))
+        return max(1, reuse_steps(new_positions, self.cfg.samples_per_position, self.train_cfg.optim.batch_size))
 
     def evaluate(self, st: LoopState, summary: dict) -> dict:
         """Play the candidate against the best in rounds until the gate

@@ -46,10 +46,11 @@ FLOAT_BAD = ("nan", "inf", "-5", "1e30")
 OPTIONS = {
     "selfplay": {"--num-games": INT_BAD, "--parallel-games": INT_BAD + ("100000000",), "--batch-size": INT_BAD,
                  "--timeout-ms": FLOAT_BAD, "--playouts": INT_BAD, "--board-size": INT_BAD,
-                 "--procs": INT_BAD + ("1000000",), "--seed": INT_BAD + ("-1",)},
+                 "--procs": INT_BAD + ("1000000",), "--seed": INT_BAD + ("-1",), "--follow-interval": FLOAT_BAD},
     "gtp": {"--playouts": INT_BAD, "--seed": ("nan", "-5", HUGE), "--tree-memory-mb": FLOAT_BAD},
     "train": {"--steps": INT_BAD, "--nproc": INT_BAD, "--workers": INT_BAD, "--nnodes": INT_BAD,
-              "--restarts": INT_BAD},
+              "--restarts": INT_BAD, "--follow-reuse": FLOAT_BAD, "--follow-export-every": INT_BAD,
+              "--follow-poll": FLOAT_BAD},
     # [loop]'s own bounds (LoopConfig, loop.py) hold the huge case
     "loop": {"--generations": ("nan", "-5")},
     "match": {"--games": INT_BAD, "--board": INT_BAD, "--komi": ("nan", "inf", "-1000", "1e30"),

@@ -90,6 +90,10 @@ class NNCache:
         # the handle the compiled search takes (search/puct.py, "handles")
         self.arrays = (self.keys, self.policy, self.wdl, self.score)
 
+    def clear(self) -> None:
+        """Forget every entry (another network now answers)."""
+        self.keys[:] = 0
+
     def get(self, key: int) -> tuple[np.ndarray, np.ndarray, float] | None:
         """(policy [A], wdl [3], score) for ``key``, copies; None on a miss."""
         j = cache_lookup(self.keys, np.uint64(key))

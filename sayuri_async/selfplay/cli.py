@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..configfile import ConfigError
-from ..usererror import ArgumentParser, answered, check_device, input_file, output_folder, stopped_by
+from ..usererror import ArgumentParser, UserError, answered, check_device, input_file, output_folder, stopped_by
 from .config import add_device_model_options, device_model_overrides, load_selfplay_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "selfplay-9x9.toml"
@@ -35,6 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="cpu, cuda:0, a list like cuda:0,cuda:1, or model (the device model: a modeled "
                                     "GPU, see --device-model)")
     add_device_model_options(p)
+    p.add_argument("--follow-weights", metavar="DIR",
+                   help="play the newest network in DIR (*.safetensors, by modification time then name), "
+                        "looking again every --follow-interval seconds and swapping it in between batches")
+    p.add_argument("--follow-interval", type=float, metavar="S", help="seconds between looks into DIR (default 5)")
     p.add_argument("--seed", type=int, help="random seed (0: fresh)")
     p.add_argument("--no-tui", action="store_true", help="plain progress lines instead of the live view")
     return p
@@ -49,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         "parallel_games": args.parallel_games, "batch_size": args.batch_size, "timeout_ms": args.timeout_ms,
         "playouts": args.playouts, "board_sizes": args.board_sizes, "procs": args.procs,
         "device": args.device, "seed": args.seed, **device_model_overrides(args),
+        "follow_weights": args.follow_weights, "follow_interval_s": args.follow_interval,
     }
     try:
         cfg = load_selfplay_config(config, overrides)
@@ -61,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if cfg.weights:
         input_file(cfg.weights, named("weights", args.weights), "weights file")
+    if cfg.follow_weights and Path(cfg.follow_weights).exists() and not Path(cfg.follow_weights).is_dir():
+        where = "--follow-weights" if args.follow_weights is not None else f"{config}: [selfplay] follow_weights"
+        raise UserError(f"{where} {cfg.follow_weights}: not a folder (it holds the networks to follow)")
     check_device(cfg.device, named("device", args.device), allow=(r"model(:\d+)?",))
     output_folder(cfg.out, named("out", args.out), inputs=[cfg.weights, config])
     from .report import PlainReporter
@@ -79,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         reporter = PlainReporter(devices=devices, leaves_per_await=cfg.search.leaves_per_await)
         net = cfg.weights or ("random network (no weights: no device work)" if not cfg.device.startswith("model")
                               else f"device model {cfg.device_model}")
+        if cfg.follow_weights:
+            net = f"the newest network in {cfg.follow_weights} (looked for every {cfg.follow_interval_s:g}s)"
         print(f"self-play: {net} on {cfg.device}, boards {cfg.board_sizes}, {cfg.parallel_games} games x "
               f"{cfg.procs} proc(s), batch {cfg.batch_size}, playouts {cfg.playouts}, out {cfg.out}", flush=True)
     try:

@@ -19,6 +19,9 @@ pass_after_factor   no pass is chosen before ``factor * N*N`` moves (unless it
 inline_cheap_backend
                     a ``cheap`` backend (the random network) answers batches
                     on the event loop rather than in the worker thread.
+follow_weights      a folder to follow (``follow.py``): the newest network that
+                    appears in it is played from the next batch on, checked
+                    every ``follow_interval_s`` seconds ("": play one network).
 resign_threshold    resign when the root winrate stays below it for
                     ``resign_consecutive`` moves (0 disables);
                     ``resign_discard_prob`` plays such a game out anyway and
@@ -72,6 +75,8 @@ class SelfplayConfig:
     writer_process: bool = True  # SGF and chunks written by a process of their own, off the event loop
     seed: int = 0  # 0: a fresh seed each run
     weights: str = ""
+    follow_weights: str = ""  # a folder whose newest network is played (follow.py); "": none
+    follow_interval_s: float = 5.0  # seconds between two looks into follow_weights
     device: str = "cpu"  # cpu, cuda:K, model or model:K (the device model), or a list of them
     device_model: str = "20b256c"  # the device model's net (NET or NET/MODE) in device_table
     device_table: str = ""  # forward times of the device model ("": the shipped H200 table)
@@ -113,6 +118,7 @@ class SelfplayConfig:
         between(self, 0, 2, "random_moves_factor")
         within(self, SEED_RANGE, "seed")
         between(self, 0, MAX_GENERATION, "generation")
+        between(self, 0.05, 86_400, "follow_interval_s")
         require(self.out.strip() != "", "out", "must name a folder, not an empty string")
         require(all(w >= 0 and w == w for w in self.board_size_weights) and
                 (not self.board_size_weights or sum(self.board_size_weights) > 0),
@@ -125,6 +131,8 @@ class SelfplayConfig:
 
             require(not self.weights, "weights", f"the device model (device {self.device}) answers as the random "
                                                  f"network and takes no weights, not {self.weights!r}")
+            require(not self.follow_weights, "follow_weights", f"the device model (device {self.device}) answers "
+                                                               f"as the random network and follows no weights")
             try:
                 load_table(self.device_model, self.device_table or None)
             except DeviceModelError as e:
@@ -153,7 +161,7 @@ def load_selfplay_config(path: str | None, overrides: dict | None = None) -> Sel
     cfg = fill(SelfplayConfig, data, where, "selfplay" if path else None)
     if overrides:
         cfg = fill(SelfplayConfig, {k: v for k, v in overrides.items() if v is not None},
-                   CommandLine({"board_sizes": "--board-size"}), base=cfg)
+                   CommandLine({"board_sizes": "--board-size", "follow_interval_s": "--follow-interval"}), base=cfg)
     return cfg
 
 

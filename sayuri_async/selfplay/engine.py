@@ -26,7 +26,18 @@ status      ``engine.status()``: a plain dict (it crosses process
             the TUI shows.
 controls    ``set_batch_size``, ``set_parallel_games``, ``set_timeout_ms``,
             ``pause``/``resume``, ``stop``: take effect at once (the batcher
-            switches size at its next flush).
+            switches size at its next flush). ``{"network": {"path", "name",
+            "sha256"}}`` loads another network and swaps it in between
+            batches (``switch.py``); the engine needs ``make_network`` for it.
+network     the engine's backend sits in a ``SwappableBackend``; the status
+            carries ``network`` (the current one's label), ``networks``
+            (the last ``NETWORKS_SHOWN`` played, in order) and
+            ``network_error`` (why the last file offered was refused, or
+            None). Each game's record lists the networks it was played with
+            (``GameRecord.networks``). An engine that may change its network
+            hands every batch to its worker, the random network's too, so
+            that no network runs on the loop; a new network's device rates
+            are measured in the loader thread before it plays.
 """
 from __future__ import annotations
 
@@ -41,17 +52,24 @@ from ..infer.batcher import Batcher
 from ..infer.stats import Counters, LoopClock, merge
 from ..infer.worker import Worker
 from ..killpoint import kill_point
+from ..net.identity import NetworkId, network_of
+from ..net.swap import SwappableBackend
 from ..search.mcts import Search
 from .config import SelfplayConfig
 from .game import LiveGame, play_game
+from .switch import MakeBackend, NetworkSwitch
 from .writer import ChunkWriter
 from .writer_proc import WriterProcess
+
+NETWORKS_SHOWN = 16  # networks an engine's status lists (the latest)
 
 
 class Engine:
     def __init__(self, cfg: SelfplayConfig, backend, tag: str | None = None, writer: ChunkWriter | WriterProcess | None = None,
-                 num_games: int | None = None) -> None:
+                 num_games: int | None = None, network: NetworkId | None = None,
+                 make_network: MakeBackend | None = None) -> None:
         self.cfg = cfg
+        backend = SwappableBackend(backend)
         self.backend = backend
         self.encoder = backend.encoder
         self.tag = tag or f"{os.getpid()}"
@@ -60,7 +78,7 @@ class Engine:
         self.num_games = cfg.num_games if num_games is None else num_games
         self.worker = Worker(name=f"infer-{backend.device}", bound=cfg.batches_in_flight)
         max_batch = max(cfg.batch_size, 1)
-        inline = cfg.inline_cheap_backend and getattr(backend, "cheap", False)
+        inline = cfg.inline_cheap_backend and backend.cheap and make_network is None
         self.batchers = {
             n: Batcher(backend, n, cfg.batch_size, cfg.timeout_ms, max_batch=max_batch,
                        cache_size=cfg.cache_size, worker=self.worker, counters=Counters(), inline=inline)
@@ -72,6 +90,9 @@ class Engine:
                           generator=getattr(backend, "name", "random"), write_sgf=cfg.write_sgf,
                           generation=cfg.generation)
         self.writer = writer
+        self.switch = NetworkSwitch(backend, network or network_of(cfg.weights or None), make_network,
+                                    None if inline else self.worker, on_swapped=self._swapped,
+                                    prepare=self._rates_of)
         self.parallel_games = cfg.parallel_games
         self.search_cfg = cfg.search_config()
         self.live: dict[int, LiveGame] = {}
@@ -134,6 +155,22 @@ class Engine:
             self.resume()
         if cmd.get("stop"):
             self.stop()
+        if "network" in cmd:
+            net = cmd["network"]
+            self.switch.request(str(net["path"]), NetworkId.from_dict(net))
+
+    def _swapped(self, backend, rates) -> None:
+        """A new network answers from now on: the cache's answers are the
+        old one's, and the device's rates are the new one's."""
+        for bt in self.batchers.values():
+            bt.nn_cache.clear()
+        self.device_rates, self.measured_best = rates
+
+    def _rates_of(self, backend) -> tuple[dict[int, float], float]:
+        """``(device_rates, measured_best)`` of a backend (see ``_measure_device``)."""
+        sizes = sorted(set(self.cfg.board_sizes))
+        by_size = {n: backend.measure_rates(n, self.cfg.batch_size) for n in sizes}
+        return by_size[sizes[-1]], max((r for rates in by_size.values() for r in rates.values()), default=0.0)
 
     # ---- running -------------------------------------------------------
     def _want_more_games(self) -> bool:
@@ -173,6 +210,7 @@ class Engine:
             size = int(self.rng.choice(self.cfg.board_sizes, p=self._size_p))
             batcher = self.batchers[size]
             live = self.live[wid] = LiveGame(size)
+            first_network = self.switch.serial
             batcher.attach()
             try:
                 rec = await play_game(self.cfg, search, batcher, self.rng, size, self.encoder, live,
@@ -182,6 +220,7 @@ class Engine:
                 self.live.pop(wid, None)
             if rec is None:
                 break
+            rec.networks = self.switch.since(first_network)
             self.finished += 1
             self.writer.add(rec)
             kill_point("selfplay-game")
@@ -207,17 +246,17 @@ class Engine:
         """The device's rates on every board size the run plays: those of
         the largest board go to ``device_rates`` (the verdict's batch
         advice), the best of them all to ``measured_best``."""
-        sizes = sorted(set(self.cfg.board_sizes))
-        by_size = {n: self.backend.measure_rates(n, self.cfg.batch_size) for n in sizes}
-        self.device_rates = by_size[sizes[-1]]
-        self.measured_best = max((r for rates in by_size.values() for r in rates.values()), default=0.0)
+        self.device_rates, self.measured_best = self._rates_of(self.backend)
 
     def close(self) -> None:
         """Stop the batchers, the inference worker and the writer (which
         writes whatever whole games it still holds)."""
         for bt in self.batchers.values():
             bt.close()
+        self.switch.close()
         self.worker.shutdown(wait=True)
+        if self.switch.swaps:  # a network the engine loaded itself (the caller closes the one it gave)
+            self.backend.current.close()
         self.writer.close()
 
     # ---- figures -------------------------------------------------------
@@ -249,6 +288,9 @@ class Engine:
             "chunks": self.writer.chunks_written,
             "positions_written": self.writer.positions_written,
             "pid": os.getpid(),
+            "network": self.switch.current.label,
+            "networks": [n.label for n in self.switch.history[-NETWORKS_SHOWN:]],
+            "network_error": self.switch.error,
         }
 
 

@@ -59,6 +59,7 @@ class GameRecord:
     ownership_known: bool = True  # False: the ownership target is masked (ownership_mask)
     result: str = ""
     game: Game | None = None
+    networks: list = field(default_factory=list)  # the NetworkIds it was played with, in order (engine.py)
 
     def __len__(self) -> int:
         return len(self.action)

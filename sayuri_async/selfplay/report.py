@@ -74,7 +74,15 @@ def aggregate(statuses: list[dict]) -> dict:
         "finished": sum(s["finished"] for s in statuses),
         "chunks": sum(s["chunks"] for s in statuses),
         "positions_written": sum(s["positions_written"] for s in statuses),
+        "network": network_of_statuses(statuses),
+        "networks_played": list(dict.fromkeys(n for s in statuses for n in s.get("networks", []))),
     }
+
+
+def network_of_statuses(statuses) -> str:
+    """The network the engines play now (several, joined, while some have
+    not swapped yet); "" when the statuses do not say."""
+    return ", ".join(dict.fromkeys(s["network"] for s in statuses if s.get("network")))
 
 
 def device_best_of(statuses) -> float:
@@ -387,6 +395,8 @@ def summary_lines(agg: dict, overall: dict) -> list[str]:
             f"{busy_label(agg.get('settings', {}))} busy {overall['gpu_busy']:.0%}  loop busy {overall['loop_busy']:.0%}  "
             f"games/s {overall['games/s']:.2f}  cache hits {overall['cache_hit_rate']:.0%}"
         )
+    if agg.get("networks_played"):
+        lines.append(f"networks played: {', '.join(agg['networks_played'])}")
     return lines
 
 
@@ -401,7 +411,11 @@ def plain_line(agg: dict, r: dict, leaves_per_await: int = 1) -> str:
             f"parallel {s['parallel_games']}  {busy_label(s).lower()} {r['gpu_busy']:4.0%}  "
             f"loop {r.get('loop_busy_max', r['loop_busy']):4.0%} "
             f"{r.get('loop_us_per_request', 0.0):5.1f} us/request  "
-            f"moves/s {r['moves/s']:6.1f}  | {diagnose(r, s).text}")
+            f"moves/s {r['moves/s']:6.1f}{_net(agg)}  | {diagnose(r, s).text}")
+
+
+def _net(agg: dict) -> str:
+    return f"  net {agg['network']}" if agg.get("network") else ""
 
 
 def _eff(r: dict) -> str:

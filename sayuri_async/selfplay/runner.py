@@ -22,6 +22,10 @@ lifetime    SIGINT and SIGTERM stop a run cleanly (whole files only), in one
 tags        an engine's writer tag (part of every file name) is the run's
             ``fileio.run_stamp()`` (plus ``-p<i>`` per engine process), so no
             run reuses an earlier run's names.
+follow      with ``follow_weights`` (``follow.py``) a thread of this process
+            watches the folder and every engine gets each new network as a
+            control; a network an engine fails to load is reported once
+            (``warn``) and the engine keeps its network.
 failure     an engine that fails (a full disk, a crash) stops the others;
             the run then raises ``SelfplayError`` naming the process(es) and
             the first error, in one line.
@@ -34,6 +38,7 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -42,13 +47,16 @@ from typing import Any, Callable, Coroutine
 from ..fileio import run_stamp
 from ..killpoint import kill_point
 from ..lifetime import die_with_parent, parent_alive, stop_on_signals
+from ..net.identity import NetworkId, network_of
 from .config import SelfplayConfig
+from .follow import WeightsFollower
 from ..usererror import RunFailure
 
 STATUS_INTERVAL = 0.5
 STOP_GRACE_S = 60.0  # an engine whose parent died has this long to write its whole games
 DEAD_SILENT_S = 2.0  # an engine gone this long without its last status failed
 OnSignal = Callable[[int], None]
+Warn = Callable[[str], None]
 
 
 class SelfplayError(RuntimeError, RunFailure):
@@ -105,6 +113,34 @@ def make_engine_backend(cfg: SelfplayConfig, device: str):
                         device_model=cfg.device_model, device_table=cfg.device_table, **kw)
 
 
+def network_maker(cfg: SelfplayConfig, device: str):
+    """How an engine that follows a folder builds a network from a file:
+    the backend ``make_engine_backend`` would make for it."""
+    if not cfg.follow_weights:
+        return None
+    return lambda path: make_engine_backend(replace(cfg, weights=path), device)
+
+
+class NetworkReports:
+    """Says once, through ``warn``, each network an engine refused (its
+    status's ``network_error``)."""
+
+    def __init__(self, warn: Warn) -> None:
+        self.warn = warn
+        self.said: set[str] = set()
+
+    def look(self, statuses: list[dict]) -> None:
+        for st in statuses:
+            err = st.get("network_error") if st else None
+            if err and err not in self.said:
+                self.said.add(err)
+                self.warn(f"follow-weights: {err}")
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 async def _serve_engine(engine, interval: float, on_status, get_controls) -> None:
     """Run ``engine`` while reporting its status every ``interval`` s."""
     run = asyncio.ensure_future(engine.run())
@@ -124,17 +160,20 @@ async def _serve_engine(engine, interval: float, on_status, get_controls) -> Non
 
 
 def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL,
-                  on_signal: OnSignal | None = None) -> list[dict]:
+                  on_signal: OnSignal | None = None, network: NetworkId | None = None,
+                  follower: WeightsFollower | None = None, warn: Warn = _say) -> list[dict]:
     """One engine in this process; Ctrl-C and SIGTERM stop it cleanly (and
-    call ``on_signal(signum)``)."""
+    call ``on_signal(signum)``). ``follower`` hands it new networks."""
     from .engine import Engine
 
     install_uvloop()
-    backend = make_engine_backend(cfg, cfg.device.split(",")[0])
+    device = cfg.device.split(",")[0]
+    backend = make_engine_backend(cfg, device)
     final: list[dict] = []
+    reports = NetworkReports(warn)
 
     async def main() -> None:
-        engine = Engine(cfg, backend, tag=run_stamp())
+        engine = Engine(cfg, backend, tag=run_stamp(), network=network, make_network=network_maker(cfg, device))
 
         def stop(signum: int) -> None:
             if on_signal is not None:
@@ -146,10 +185,11 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
 
         def on_status(st: dict) -> None:
             final[:] = [st]
+            reports.look([st])
             pending.extend(reporter.update([st]) or [])
 
         def controls() -> list[dict]:
-            out = list(pending)
+            out = list(pending) + (follower.take() if follower is not None else [])
             pending.clear()
             return out
 
@@ -171,7 +211,7 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
 
 
 def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_games: int, status_q, ctrl_q,
-           parent_pid: int) -> None:
+           parent_pid: int, network: NetworkId | None = None) -> None:
     """Entry point of one engine process: it sends ``(tag, status, done,
     error)`` tuples, the last with ``done`` and the error's one-line text (or
     None), and exits 1 after a failure. It stops cleanly on SIGTERM and when
@@ -184,7 +224,8 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
     error: str | None = None
 
     async def main(backend) -> None:
-        engine = Engine(cfg, backend, tag=writer_tag, num_games=num_games)
+        engine = Engine(cfg, backend, tag=writer_tag, num_games=num_games, network=network,
+                        make_network=network_maker(cfg, device))
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, engine.stop)
 
@@ -227,11 +268,13 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
 
 
 def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL,
-                     on_signal: OnSignal | None = None) -> list[dict]:
+                     on_signal: OnSignal | None = None, network: NetworkId | None = None,
+                     follower: WeightsFollower | None = None, warn: Warn = _say) -> list[dict]:
     """``cfg.procs`` engine processes per device in ``cfg.device``. SIGINT and
     SIGTERM stop them cleanly (and call ``on_signal(signum)``); they end with
     this process if it dies. A failed engine stops the others and raises
-    SelfplayError once all have ended."""
+    SelfplayError once all have ended. ``follower`` hands every engine new
+    networks."""
     devices = [d.strip() for d in cfg.device.split(",") if d.strip()] or ["cpu"]
     slots = [(d, k) for d in devices for k in range(cfg.procs)]
     total = len(slots)
@@ -243,6 +286,7 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
     procs: list = []
     ctrls: list = []
     stopping = False
+    reports = NetworkReports(warn)
 
     def stop(signum: int | None = None, _frame=None) -> None:
         nonlocal stopping
@@ -264,7 +308,7 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
             tag = f"p{i}"
             child_cfg = replace(cfg, seed=(cfg.seed + 7919 * i) if cfg.seed else 0)
             p = ctx.Process(target=_child, args=(child_cfg, dev, tag, f"{stamp}-{tag}", share, status_q, ctrl_q,
-                                                 os.getpid()), name=f"selfplay-{tag}")
+                                                 os.getpid(), network), name=f"selfplay-{tag}")
             ctrls.append(ctrl_q)
             if stopping:
                 break
@@ -295,6 +339,10 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
                         stop()
             if now >= next_report:
                 next_report = now + interval
+                reports.look(list(latest.values()))
+                for cmd in follower.take() if follower is not None else []:
+                    for q in ctrls:
+                        q.put(cmd)
                 for cmd in reporter.update(list(latest.values())) or []:
                     if cmd.get("stop"):
                         stop()
@@ -325,19 +373,45 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
     return final
 
 
-def run_selfplay(cfg: SelfplayConfig, reporter, on_signal: OnSignal | None = None) -> list[dict]:
+def run_selfplay(cfg: SelfplayConfig, reporter, on_signal: OnSignal | None = None, warn: Warn = _say) -> list[dict]:
     """Self-play in this process or in engine processes (see the vocabulary).
     A failure of the run (a full disk, a crashed engine) raises SelfplayError
     naming what failed; ``on_signal(signum)`` hears SIGINT and SIGTERM, which
-    stop the run cleanly."""
+    stop the run cleanly; ``warn`` takes the follower's one-line reports."""
     from .writer import clean_stale_temp
     from .writer_proc import WriterError
 
     clean_stale_temp(cfg.out)
+    cfg, network, follower = start_following(cfg, warn)
     devices = [d for d in cfg.device.split(",") if d.strip()]
-    if cfg.procs == 1 and len(devices) <= 1:
-        try:
-            return run_inprocess(cfg, reporter, on_signal=on_signal)
-        except (WriterError, OSError) as e:
-            raise SelfplayError(f"self-play failed: {describe(e)}") from None
-    return run_multiprocess(cfg, reporter, on_signal=on_signal)
+    try:
+        if cfg.procs == 1 and len(devices) <= 1:
+            try:
+                return run_inprocess(cfg, reporter, on_signal=on_signal, network=network, follower=follower,
+                                     warn=warn)
+            except (WriterError, OSError) as e:
+                raise SelfplayError(f"self-play failed: {describe(e)}") from None
+        return run_multiprocess(cfg, reporter, on_signal=on_signal, network=network, follower=follower, warn=warn)
+    finally:
+        if follower is not None:
+            follower.stop()
+
+
+def start_following(cfg: SelfplayConfig, warn: Warn) -> tuple[SelfplayConfig, NetworkId, WeightsFollower | None]:
+    """The network the engines start with, and the follower of
+    ``follow_weights`` (started; None without it): the folder's newest good
+    file, else ``weights``, else the random network (``follow.py``, "start")."""
+    if not cfg.follow_weights:
+        return cfg, network_of(cfg.weights or None), None
+    follower = WeightsFollower(cfg.follow_weights, cfg.follow_interval_s, warn)
+    found = follower.starting_network()
+    if found is not None:
+        cfg = replace(cfg, weights=str(found[0]))
+        network = found[1]
+    else:
+        network = network_of(cfg.weights or None)
+        follower.current = network
+        warn(f"follow-weights: no network in {cfg.follow_weights} yet; "
+             f"{network.label} plays until one appears")
+    follower.start()
+    return cfg, network, follower

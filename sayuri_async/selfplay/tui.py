@@ -306,7 +306,7 @@ class TuiReporter:
 
     def _header(self, w: int) -> list[Text]:
         cfg, agg = self.cfg, self.agg
-        net = Path(cfg.weights).name if cfg.weights else "random (no weights)"
+        net = agg.get("network") or (Path(cfg.weights).name if cfg.weights else "random (no weights)")
         boards = ", ".join(f"{n}x{n}" for n in cfg.board_sizes)
         first = Text(" sayuri-async ", style="bold reverse")
         first.append(f"  device {', '.join(self.devices)}  net {net}  board {boards}  "

@@ -13,6 +13,12 @@ chunk name   ``chunk-<generation>-<tag>-<serial>.npz`` (``chunkfile.chunk_name``
              runner makes it ``<run stamp>-p<i>``, see ``fileio.run_stamp``),
              then a serial from 1. SGF files are
              ``game-<generation>-<tag>-<game serial>.sgf``.
+provenance   every chunk's meta names the host that played it (its full
+             name) and the networks of its games (``chunkfile``'s
+             ``META_PROVENANCE``: ``networks`` and ``game_networks``, from
+             ``GameRecord.networks``); an SGF file names the game's first
+             network as both players (``PB``, ``PW``) and, in its root
+             comment, the host and every network of the game.
 format       the chunk format itself (fields, header, checks, reading) is
              ``sayuri_async/chunkfile.py``'s; this module turns GameRecords
              into its arrays (``records_to_arrays``).
@@ -20,6 +26,7 @@ format       the chunk format itself (fields, header, checks, reading) is
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -74,12 +81,38 @@ def records_to_arrays(records: list[GameRecord], planes: int) -> dict[str, np.nd
     return out
 
 
+def provenance(records: list[GameRecord]) -> dict:
+    """The ``META_PROVENANCE`` keys of a chunk of ``records`` (see the
+    vocabulary); none for records that name no network (imports)."""
+    if not any(r.networks for r in records):
+        return {}
+    networks: list = []
+    per_game: list[list[int]] = []
+    for r in records:
+        idx = []
+        for net in r.networks:
+            if net not in networks:
+                networks.append(net)
+            idx.append(networks.index(net))
+        per_game.append(idx)
+    return {"host": socket.gethostname(), "networks": [n.as_dict() for n in networks], "game_networks": per_game}
+
+
+def sgf_info(rec: GameRecord, generator: str) -> SgfInfo:
+    """A game's SGF header: its first network plays both colours; the root
+    comment names the host and every network of the game."""
+    player = rec.networks[0].label if rec.networks else generator
+    nets = ", ".join(n.label for n in rec.networks) or generator
+    return SgfInfo(black=player, white=player, result=rec.result,
+                   comment=f"self-play on {socket.gethostname()}; networks: {nets}")
+
+
 def write_records(path: str | os.PathLike, records: list[GameRecord], encoder: str, planes: int, generator: str,
                 replace: bool = True) -> int:
     """Write one chunk atomically; returns the number of positions. With
     ``replace=False`` an existing ``path`` raises ``fileio.NameTaken``."""
     arrays = records_to_arrays(records, planes)
-    meta = make_meta(encoder, planes, records[0].size, len(records), generator)
+    meta = make_meta(encoder, planes, records[0].size, len(records), generator, provenance(records))
     return write_chunk(path, meta, arrays, replace=replace)
 
 
@@ -115,7 +148,7 @@ class ChunkWriter:
     def add(self, rec: GameRecord) -> None:
         self._games += 1
         if self.write_sgf and rec.game is not None:
-            info = SgfInfo(black=self.generator, white=self.generator, result=rec.result)
+            info = sgf_info(rec, self.generator)
             for _ in range(NAME_TRIES):
                 path = self.sgf_dir / f"game-{self.generation:06d}-{self.tag}-{self._games:06d}.sgf"
                 try:
@@ -137,7 +170,7 @@ class ChunkWriter:
         if not recs:
             return
         arrays = records_to_arrays(recs, self.planes)
-        meta = make_meta(self.encoder, self.planes, size, len(recs), self.generator)
+        meta = make_meta(self.encoder, self.planes, size, len(recs), self.generator, provenance(recs))
         _, self._serial = write_new_chunk(self.data_dir, self.generation, self.tag, self._serial + 1, meta, arrays)
         self.positions_written += int(arrays["action"].shape[0])
         self.chunks_written += 1

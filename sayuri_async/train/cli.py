@@ -13,6 +13,13 @@ so that one command starts it and starts it again. A run folder that already hol
 a run is refused (exit 2) unless ``--resume`` or ``--auto-resume`` is given
 (see ``trainer``'s "run folder").
 
+``--follow`` trains without end while self-play adds chunks (``follow.py``):
+rounds of ``--follow-export-every`` steps, each started once the data on
+disk allows it (``--follow-reuse`` samples a position), each export
+published into ``--publish`` for ``selfplay --follow-weights``. With
+``--nproc K`` each round runs under torchrun (``launch.py``); ``--follow``
+under torchrun itself is refused: the rounds start the ranks.
+
 Checked before anything is built: the numbers (``TrainOptions``, and the
 file's sections for ``--workers``), the size of the ``[model]`` network
 (``net.weights.MAX_BLOCKS``, ``MAX_WIDTH``), and that ``--init``'s network
@@ -45,6 +52,9 @@ class TrainOptions:
     nproc: int = 1
     nnodes: int = 1
     restarts: int = 3
+    follow_reuse: float = 4.0
+    follow_export_every: int | None = None
+    follow_poll: float = 10.0
 
     def __post_init__(self) -> None:
         if self.steps is not None:
@@ -52,6 +62,10 @@ class TrainOptions:
         between(self, 1, 1024, "nproc")
         between(self, 1, 4096, "nnodes")
         between(self, 0, 1000, "restarts")
+        between(self, 0.001, 10_000, "follow_reuse")
+        between(self, 0.01, 86_400, "follow_poll")
+        if self.follow_export_every is not None:
+            between(self, 1, 1_000_000_000, "follow_export_every")
 
 
 def network_encoder(path: str) -> str | None:
@@ -129,6 +143,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="cpu, cuda or cuda:N; overrides [run] device")
     p.add_argument("--workers", type=int, help="data-loader processes per rank; overrides [data] workers")
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of the progress bar")
+    p.add_argument("--follow", action="store_true",
+                   help="train without end while self-play adds data, paced by --follow-reuse, publishing "
+                        "a network every --follow-export-every steps into --publish")
+    p.add_argument("--follow-reuse", type=float, default=4.0, metavar="R",
+                   help="--follow: training samples per position on disk; waits when ahead (default 4)")
+    p.add_argument("--follow-export-every", type=int, metavar="N",
+                   help="--follow: steps between published networks (default: [run] export_every)")
+    p.add_argument("--follow-poll", type=float, default=10.0, metavar="S",
+                   help="--follow: seconds between looks at the data while waiting (default 10)")
+    p.add_argument("--publish", metavar="DIR",
+                   help="--follow: the folder selfplay --follow-weights reads (default: <out>/published)")
     return p
 
 
@@ -175,7 +200,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     from_options(TrainOptions, {"steps": args.steps, "nproc": args.nproc, "nnodes": args.nnodes,
-                                "restarts": args.restarts})
+                                "restarts": args.restarts, "follow_reuse": args.follow_reuse,
+                                "follow_export_every": args.follow_export_every, "follow_poll": args.follow_poll})
+    if args.follow and "WORLD_SIZE" in os.environ:
+        raise UserError("--follow under torchrun: run it alone, with --nproc K for K ranks (each round starts them)")
+    if not args.follow:
+        for option, given in (("--follow-export-every", args.follow_export_every), ("--publish", args.publish)):
+            if given is not None:
+                raise UserError(f"{option} goes with --follow")
+    if args.follow and args.nnodes > 1:
+        raise UserError("--follow runs on one machine (--nproc K for K ranks); --nnodes is for a fixed run")
     try:
         cfg = load_config(args.config)
         if args.data is not None:
@@ -195,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     def named(option: str, section: str, key: str, given: object) -> str:  # the option, or the file's key
         return option if given is not None else f"{args.config}: [{section}] {key}"
 
-    if not os.path.isdir(cfg.data.dir):
+    if not os.path.isdir(cfg.data.dir) and not args.follow:  # --follow waits for self-play to make it
         raise UserError(f"{named('--data', 'data', 'dir', args.data)} {cfg.data.dir}: no such folder "
                         f"(self-play writes its chunks under <out>/data)")
     if args.init is not None:
@@ -212,10 +246,20 @@ def main(argv: list[str] | None = None) -> int:
     from sayuri_async.train.launch import train
 
     resume: bool | str = True if args.resume else ("auto" if args.auto_resume or nodes else False)
+    progress = False if args.no_progress else None
     try:
+        if args.follow:
+            from sayuri_async.train.follow import FollowSettings, follow
+
+            settings = FollowSettings(reuse=args.follow_reuse, poll_s=args.follow_poll, publish=args.publish or "",
+                                      export_every=args.follow_export_every or cfg.run.export_every,
+                                      steps=args.steps)
+            followed = follow(cfg, settings, init=args.init, resume=resume, progress=progress)
+            print(f"done: step {followed.steps} in {followed.rounds} round(s); {len(followed.published)} "
+                  f"network(s) published", file=sys.stderr)
+            return 0
         result = train(cfg, steps=args.steps, init=args.init, resume=resume,
-                       refresh_window=args.refresh_window,
-                       progress=False if args.no_progress else None, nodes=nodes)
+                       refresh_window=args.refresh_window, progress=progress, nodes=nodes)
     except TrainError as e:  # RunFolderInUse and NoTrainingData are usage errors (2), the rest failures (1)
         print(f"sayuri-async train: {e}", file=sys.stderr)
         return exit_status(e) or 1
@@ -237,3 +281,4 @@ def main(argv: list[str] | None = None) -> int:
             done += f"; weights {result.export}"
         print(done, file=sys.stderr)
     return 0
+

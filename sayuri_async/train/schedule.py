@@ -132,6 +132,13 @@ def steps_for(samples: int, batch: int) -> int:
     return -(-samples // batch)
 
 
+def reuse_steps(positions: int, samples_per_position: float, batch: int) -> int:
+    """Steps of batch ``batch`` that train ``samples_per_position`` samples
+    on each of ``positions`` positions (rounded up to a whole step): the
+    data-reuse rule of the RL loop's generations and of ``train --follow``."""
+    return steps_for(math.ceil(positions * samples_per_position), batch)
+
+
 INVERSE_RULES = ("inverse", "inverse-keep-steps")  # the rules that scale rates up for a smaller batch
 
 
