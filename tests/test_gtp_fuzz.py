@@ -159,6 +159,7 @@ def test_fuzz_random_text_in_process(harness, line, monkeypatch):
     check_answer(line, run_line(harness, line))
 
 
+@pytest.mark.slow
 def test_fuzz_over_pipes(tmp_path):
     """Random numbered lines written all at once to the real program; every
     id is answered in order and the program is still alive at the end."""
@@ -306,6 +307,7 @@ class Conversation:
             assert not body and len(head) < 400, (line[:80], head[:120])
 
 
+@pytest.mark.slow
 def test_seeded_conversation_over_pipes_never_hangs(tmp_path):
     rng = random.Random(20260517)
     lines = seeded_lines(rng, 4000)

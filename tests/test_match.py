@@ -63,6 +63,7 @@ def test_network_match_alternates_colours_and_writes_sgf(tmp_path):
     assert blacks == ["random", "random-b", "random", "random-b"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(GNUGO is None, reason="GNU Go is not installed")
 def test_match_against_gnugo(tmp_path):
     a = make_player("random", args(playouts=4))
@@ -155,6 +156,7 @@ def test_referee_illegal_moves_raise_or_forfeit():
         referee(Scripted("a", ["C3", "C3"]), Scripted("b", ["D4"]), forfeit={2})
 
 
+@pytest.mark.slow
 def test_match_forfeits_an_illegal_move_of_a_gtp_engine(tmp_path):
     # a GTP engine that answers every genmove with C3: its second C3 is
     # illegal, and the match counts a loss for it instead of stopping

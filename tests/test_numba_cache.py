@@ -93,6 +93,7 @@ def test_the_notice_names_the_cache_folder(read_only_package):
     assert numba_cache.uncompiled_modules()  # a new folder holds nothing yet
 
 
+@pytest.mark.slow
 def test_with_no_writable_folder_numba_compiles_without_a_cache(tmp_path):
     """``cache=True`` without any locator fails at decoration ("no locator
     available"); with caching off the function still compiles and runs."""
@@ -214,6 +215,7 @@ def test_only_files_with_compiled_code_count_as_sources():
     assert not names & {"numba_cache.py", "precompile.py"}  # they only name the decorator
 
 
+@pytest.mark.slow
 def test_the_gtp_childs_compiles_reach_the_progress():
     code = ("import sys\n"
             f"print({precompile.MARK!r} + 'sayuri_async.go.board.play', file=sys.stderr)\n"
