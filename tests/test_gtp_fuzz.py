@@ -143,6 +143,7 @@ def check_answer(line: str, text: str) -> None:
         assert m.group(2) == "", (line, text[:80])
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
 @given(lines=st.lists(command_line(), min_size=1, max_size=8))
 def test_fuzz_mutated_commands_in_process(harness, lines, monkeypatch):
@@ -152,6 +153,7 @@ def test_fuzz_mutated_commands_in_process(harness, lines, monkeypatch):
     assert run_line(harness, "99 name") == "=99 sayuri-async\n\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(line=st.text(alphabet=st.characters(blacklist_characters="\n"), max_size=40))
 def test_fuzz_random_text_in_process(harness, line, monkeypatch):

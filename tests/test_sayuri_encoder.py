@@ -162,6 +162,7 @@ def test_wave_values():
     assert torch.allclose(wave(torch.tensor([7.5, 6.0, 6.5]), 8), torch.tensor([-0.5, 0.0, 0.5]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 7, 13, 19, 25])
 def test_every_cell_written_inside_its_block(n):
     rng = np.random.default_rng(n)
