@@ -427,7 +427,7 @@ def test_genmove_analyze_variants_end_with_play(eng):
 def test_quit_ends_the_program(tmp_path):
     p = start_gtp(tmp_path, *GTP_ARGS)
     p.write_line("5 quit")
-    assert p.read_response(30) == (True, 5, "")
+    assert p.read_response(60) == (True, 5, "")  # the first answer waits for the start (as Lizzie's below)
     assert p.proc.wait(timeout=10) == 0
     p.close()
 
