@@ -25,6 +25,12 @@ location    where the cache lives (``location()``), chosen at import before
             one is fresh (a read-only install compiled during set-up loads
             at once). With none writable, caching is off: every start
             compiles (``CACHE_OFF``), and says so.
+checked     bounds-checked code (``NUMBA_BOUNDSCHECK`` set to a non-zero
+            number, ``bounds_checked()``) is cached apart, in a
+            ``boundscheck`` folder of the first writable candidate, never
+            in-tree and never seeded: numba's cache index does not record
+            the flag, so one cache would hand bounds-checked machine code to
+            normal runs and unchecked code to checked ones.
 uncompiled  modules with compiled code but no cached machine code yet (a
             fresh install or cache folder, or sources edited since): the
             first command to use them compiles them, and ``compile_notice``
@@ -46,6 +52,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 SOURCE_ROOT = Path(os.path.abspath(__file__)).parent  # as numba names the files: not resolved
 STAMP_NAME = "numba-sources.sha256"
+CHECKED_FOLDER = "boundscheck"
 STAMP = PACKAGE / "__pycache__" / STAMP_NAME
 CACHE_PATTERNS = ("*.nbi", "*.nbc")
 CACHE_OFF = "off"
@@ -91,27 +98,40 @@ def _usable(folder: Path, private: bool) -> bool:
         return False
 
 
+def bounds_checked() -> bool:
+    """Does numba compile with bounds checks (``NUMBA_BOUNDSCHECK`` a
+    non-zero number)?"""
+    try:
+        return int(os.environ.get("NUMBA_BOUNDSCHECK") or 0) != 0
+    except ValueError:
+        return False  # numba ignores a value that is not a number too
+
+
 def candidates() -> list[tuple[Path, bool]]:
-    """Folders to cache in when the package's is read-only, in order: (path,
+    """Folders to cache in when the package's is read-only (or the code is
+    bounds-checked: their ``boundscheck`` folders), in order: (path,
     private: under the shared temp folder, so it must be this user's own)."""
-    out: list[tuple[Path, bool]] = []
+    shared: list[Path] = []
     if os.environ.get("NUMBA_CACHE_DIR"):
-        out.append((Path(os.environ["NUMBA_CACHE_DIR"]), False))
+        shared.append(Path(os.environ["NUMBA_CACHE_DIR"]))
     if os.environ.get("XDG_CACHE_HOME"):
-        out.append((Path(os.environ["XDG_CACHE_HOME"]) / "sayuri-async" / "numba", False))
+        shared.append(Path(os.environ["XDG_CACHE_HOME"]) / "sayuri-async" / "numba")
     home = os.path.expanduser("~")
     if home and home != "~":
-        out.append((Path(home) / ".cache" / "sayuri-async" / "numba", False))
+        shared.append(Path(home) / ".cache" / "sayuri-async" / "numba")
     uid = os.getuid() if hasattr(os, "getuid") else os.getpid()
     base = Path(tempfile.gettempdir()) / f"sayuri-async-{uid}"
-    out.append((base / "numba", True))
-    return out
+    if not bounds_checked():
+        return [(folder, False) for folder in shared] + [(base / "numba", True)]
+    # a folder already named so is one a parent process chose (_tell_numba)
+    out = [(folder if folder.name == CHECKED_FOLDER else folder / CHECKED_FOLDER, False) for folder in shared]
+    return out + [(base / CHECKED_FOLDER, True)]
 
 
 def _choose() -> Path | str:
     """The cache's location (see the vocabulary): PACKAGE, a folder, or CACHE_OFF."""
     _state["user_dir"] = bool(os.environ.get("NUMBA_CACHE_DIR"))
-    if in_tree() and not _state["user_dir"]:
+    if in_tree() and not _state["user_dir"] and not bounds_checked():
         return PACKAGE
     for folder, private in candidates():
         if _usable(folder.parent if private else folder, private) and _usable(folder, private):
@@ -164,7 +184,7 @@ def refresh() -> bool:
             folder = cache_folder(src)
             for f in _cache_files(folder) if folder is not None else []:
                 f.unlink(missing_ok=True)
-        if where != PACKAGE:
+        if where != PACKAGE and not bounds_checked():
             _seed_from_tree(fp)
         stamp.parent.mkdir(exist_ok=True)
         tmp = stamp.with_name(f".{stamp.name}.{os.getpid()}.tmp")
@@ -229,6 +249,8 @@ def where_text() -> str:
     if where == CACHE_OFF:
         tried = ", ".join(str(f) for f, _ in candidates())
         return f"nowhere: no writable folder ({tried}), so every start compiles"
+    if bounds_checked():
+        return f"in {where} (bounds-checked code, NUMBA_BOUNDSCHECK, kept apart)"
     if os.environ.get("NUMBA_CACHE_DIR") == str(where) and _state.get("user_dir"):
         return f"in {where} (NUMBA_CACHE_DIR)"
     return f"in {where} (the package folder is read-only)"

@@ -12,6 +12,7 @@ independent of its source.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -172,18 +173,21 @@ def move_choices(draw, min_len: int = 1, max_len: int = 150) -> list[int]:
 moves = move_choices()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(n=st.sampled_from([7, 9]), choices=moves, pass_every=st.sampled_from([0, 0, 7, 23]))
 def test_random_games_small_boards_match_reference(n: int, choices: list[int], pass_every: int) -> None:
     random_game(n, choices, pass_every, check_legal=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.sampled_from([13, 19]), choices=move_choices(50, 200))
 def test_random_games_large_boards_groups_and_hash(n: int, choices: list[int]) -> None:
     random_game(n, choices, 0, check_legal=False)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(n=st.sampled_from([7, 9, 13]), choices=moves)
 def test_undo_restores_every_previous_record(n: int, choices: list[int]) -> None:
@@ -197,6 +201,7 @@ def test_undo_restores_every_previous_record(n: int, choices: list[int]) -> None
     assert not g.undo()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     n=st.sampled_from([7, 9, 13]),

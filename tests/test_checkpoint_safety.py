@@ -32,6 +32,7 @@ def _bytes(path) -> bytes:
     return path.read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
 def test_a_bad_newest_checkpoint_is_set_aside_and_the_one_resumed_from_is_kept(tmp_path, capfd, damage):
     data = chunks(tmp_path / "data", count=2)

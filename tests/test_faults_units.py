@@ -32,6 +32,7 @@ def _reached(request: str | None) -> tuple[int, list[str]]:
     return r.returncode, r.stdout.split("\n")[:-1]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="SIGKILL")
 def test_a_kill_request_names_a_point_a_pattern_and_which_time():
     assert _reached(None) == (0, ["a", "rename:x.npz", "rename:ckpt-1.pt", "rename:ckpt-2.pt", "b"])
@@ -78,6 +79,7 @@ def test_the_file_check_passes_whole_files_and_names_what_is_wrong_with_others(t
                                                            "train_log.csv", "notes.bin"}
 
 
+@pytest.mark.slow
 def test_a_temporary_passes_only_once_its_writer_is_gone(tmp_path):
     with fileio.atomic_path(tmp_path / "chunk-x.npz") as tmp:  # this process writes it: still running
         tmp.write_bytes(b"half")

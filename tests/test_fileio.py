@@ -58,6 +58,7 @@ def _dead_pid() -> int:
     return p.pid
 
 
+@pytest.mark.slow
 def test_only_stale_temporaries_of_our_names_are_cleaned(tmp_path):
     target = tmp_path / "ckpt-000000010.pt"
     live = temp_name(target)  # ours, this process is alive
@@ -82,6 +83,7 @@ def test_only_stale_temporaries_of_our_names_are_cleaned(tmp_path):
     assert clean_stale_temps(tmp_path) == [elsewhere]  # untouched for an hour: abandoned
 
 
+@pytest.mark.slow
 def test_a_killed_write_leaves_a_temporary_that_the_next_start_cleans(tmp_path):
     code = ("import os, signal, sys\n"
             "from sayuri_async.fileio import atomic_path\n"

@@ -188,6 +188,7 @@ def _book(table: str, lock_dir: str, n: int, q) -> None:
     q.put(be.intervals)
 
 
+@pytest.mark.slow
 def test_two_processes_on_one_modeled_device_never_overlap_their_batches(tmp_path):
     table = small_table(tmp_path, {8: 2.0})
     ctx = mp.get_context("spawn")

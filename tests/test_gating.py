@@ -92,6 +92,7 @@ def fake_match(win_rate: float):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("win_rate, promoted, games", [(0.3, False, 60), (0.5, False, 60), (0.85, True, 40)])
 def test_the_loop_refuses_a_weaker_candidate(tmp_path, monkeypatch, win_rate, promoted, games):
     """The evaluation phase decides by SPRT in rounds; a refused candidate

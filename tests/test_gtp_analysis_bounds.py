@@ -8,6 +8,7 @@ import time
 import tracemalloc
 
 import numpy as np
+import pytest
 
 from gtp.analyze_cmds import AnalysisCommands
 from gtp.config import GtpConfig
@@ -52,6 +53,7 @@ def engine(backend, **search) -> Engine:
     return Engine(cfg, backend)
 
 
+@pytest.mark.slow
 def test_lines_come_every_interval_while_the_network_is_slow():
     async def run() -> tuple[list[tuple[float, str]], float]:
         e = engine(SlowBackend(seed=1), seed=1)
@@ -73,6 +75,7 @@ def test_lines_come_every_interval_while_the_network_is_slow():
     assert ended - info[-1] < 2 * ROUND_S  # the analysis stops within a round of the input
 
 
+@pytest.mark.slow
 def test_a_long_analysis_stays_within_its_memory_budget():
     budget_mb = 2.0
     budget = int(budget_mb * MB)

@@ -55,6 +55,7 @@ class BarredBackend(RandomBackend):
         return NetOutput(np.tile(barred_policy(), (batch.shape[0], 1)), out.wdl, out.score, out.ownership)
 
 
+@pytest.mark.slow
 def test_the_barred_points_are_the_opponents_safe_empty_points():
     g = white_fortress()
     barred = np.zeros(N * N, np.uint8)

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the engine as a subprocess
 DEADLINE = 60.0
 
 

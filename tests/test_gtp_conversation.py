@@ -18,31 +18,16 @@ from sgfmill import sgf
 
 from gtp.match import GtpFailure, GtpProcess
 
-FORBIDDEN = ("=", "?", "info", "play")
+from helpers_gtp import answers_on_stderr, start_gtp, stderr_lines
+
+pytestmark = pytest.mark.slow  # engine subprocesses (``eng``, conftest.py)
+GTP_ARGS = ("--playouts", "16", "--seed", "7")
 REQUIRED = """protocol_version name version known_command list_commands quit boardsize clear_board komi play
 genmove undo showboard final_score final_status_list fixed_handicap place_free_handicap set_free_handicap
 loadsgf printsgf time_settings time_left kgs-time_settings is_legal list_stones lz-analyze kata-analyze analyze
 lz-genmove_analyze kata-genmove_analyze genmove_analyze""".split()
 VERTEX = re.compile(r"^(pass|[A-HJ-Z](?:[1-9]|1[0-9]|2[0-5]))$", re.IGNORECASE)
 
-
-def engine_argv(*extra: str) -> list[str]:
-    return [sys.executable, "-m", "gtp", "--playouts", "16", "--seed", "7", *extra]
-
-
-@pytest.fixture(scope="module")
-def eng(tmp_path_factory):
-    d = tmp_path_factory.mktemp("gtp")
-    err = open(d / "stderr.txt", "wb")
-    p = GtpProcess(engine_argv(), name="sayuri-async", stderr=err, cwd=str(d))
-    p.dir = d  # type: ignore[attr-defined]
-    yield p
-    p.close()
-    err.close()
-    lines = (d / "stderr.txt").read_text().splitlines()
-    assert lines and lines[0].startswith("sayuri-async:"), lines[:3]
-    assert any("random network" in ln for ln in lines)
-    assert not [ln for ln in lines if ln.lstrip().startswith(FORBIDDEN)]
 
 
 def fails(p: GtpProcess, cmd: str) -> str:
@@ -68,6 +53,9 @@ def test_identity_and_command_list(eng):
     assert eng.send("known_command frobnicate") == "false"
     assert "unknown command" in fails(eng, "frobnicate")
     fails(eng, "known_command")
+    lines = stderr_lines(eng)  # the start lines: the program and its network
+    assert lines and lines[0].startswith("sayuri-async:"), lines[:3]
+    assert any("random network" in ln for ln in lines)
 
 
 def test_ids_on_success_and_failure_and_ignored_lines(eng):
@@ -437,17 +425,16 @@ def test_genmove_analyze_variants_end_with_play(eng):
 
 
 def test_quit_ends_the_program(tmp_path):
-    p = GtpProcess(engine_argv(), stderr=subprocess.DEVNULL, cwd=str(tmp_path))
+    p = start_gtp(tmp_path, *GTP_ARGS)
     p.write_line("5 quit")
-    assert p.read_response(30) == (True, 5, "")
+    assert p.read_response(60) == (True, 5, "")  # the first answer waits for the start (as Lizzie's below)
     assert p.proc.wait(timeout=10) == 0
     p.close()
 
 
 def test_lizzie_start_sequence(tmp_path):
     """What Lizzie 0.7.4 sends at start, all at once, with the --lizzie flag."""
-    err = open(tmp_path / "stderr.txt", "wb")
-    p = GtpProcess(engine_argv("--lizzie"), stderr=err, cwd=str(tmp_path))
+    p = start_gtp(tmp_path, *GTP_ARGS, "--lizzie")
     for line in ("1 name", "2 version", "3 boardsize 19", "4 komi 7.5", "5 clear_board", "6 komi 7.5",
                  "7 lz-analyze 10"):
         p.write_line(line)
@@ -472,9 +459,7 @@ def test_lizzie_start_sequence(tmp_path):
     assert p.read_response(10)[:2] == (True, 11)
     p.proc.kill()  # Lizzie never sends quit
     p.close()
-    err.close()
-    lines = (tmp_path / "stderr.txt").read_text().splitlines()
-    assert not [ln for ln in lines if ln.lstrip().startswith(FORBIDDEN)]
+    assert not answers_on_stderr(p)
 
 
 def test_the_sayuri_async_command_dispatches_gtp(tmp_path):

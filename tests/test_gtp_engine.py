@@ -101,6 +101,7 @@ def info_lines(out: list[str]) -> list[str]:
     return [ln for ln in "".join(out).split("\n") if ln.startswith("info")]
 
 
+@pytest.mark.slow
 def test_long_analysis_keeps_growing_its_visits_past_a_full_budget():
     """The old pool froze analysis once it filled (the visits stayed the
     same, line after line); with a 1 MB budget the tree is pruned and the

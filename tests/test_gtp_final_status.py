@@ -105,6 +105,7 @@ def shipped(tmp_path):
     p.close()
 
 
+@pytest.mark.slow
 def test_gtp_removes_gnugos_dead_stone_with_the_shipped_network(shipped):
     play_diagram(shipped, LONE)
     assert shipped.send("final_score", timeout=DEADLINE) == "B+1.5"
@@ -116,6 +117,7 @@ def test_gtp_removes_gnugos_dead_stone_with_the_shipped_network(shipped):
     assert shipped.send("final_score", timeout=DEADLINE) == "B+1.5"
 
 
+@pytest.mark.slow
 def test_gtp_removes_a_stone_in_an_eye_with_the_random_network(tmp_path):
     eng = GtpProcess([sys.executable, "-m", "gtp", "--weights", "random", "--seed", "5"], cwd=str(tmp_path))
     try:

@@ -143,6 +143,7 @@ def check_answer(line: str, text: str) -> None:
         assert m.group(2) == "", (line, text[:80])
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
 @given(lines=st.lists(command_line(), min_size=1, max_size=8))
 def test_fuzz_mutated_commands_in_process(harness, lines, monkeypatch):
@@ -152,6 +153,7 @@ def test_fuzz_mutated_commands_in_process(harness, lines, monkeypatch):
     assert run_line(harness, "99 name") == "=99 sayuri-async\n\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(line=st.text(alphabet=st.characters(blacklist_characters="\n"), max_size=40))
 def test_fuzz_random_text_in_process(harness, line, monkeypatch):
@@ -159,6 +161,7 @@ def test_fuzz_random_text_in_process(harness, line, monkeypatch):
     check_answer(line, run_line(harness, line))
 
 
+@pytest.mark.slow
 def test_fuzz_over_pipes(tmp_path):
     """Random numbered lines written all at once to the real program; every
     id is answered in order and the program is still alive at the end."""
@@ -306,6 +309,7 @@ class Conversation:
             assert not body and len(head) < 400, (line[:80], head[:120])
 
 
+@pytest.mark.slow
 def test_seeded_conversation_over_pipes_never_hangs(tmp_path):
     rng = random.Random(20260517)
     lines = seeded_lines(rng, 4000)

@@ -6,7 +6,6 @@ documented format, not with the producer's code."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from sgfmill import sgf
@@ -15,15 +14,8 @@ from gtp.match import GtpFailure, GtpProcess
 
 EXTENSIONS = ["stop", "clear_cache", "get_komi", "kata-get-rules", "kata-set-rules", "rectangular_boardsize"]
 SECTION_KEYS = ("pvVisits", "pvEdgeVisits", "movesOwnership")
-
-
-@pytest.fixture(scope="module")
-def eng(tmp_path_factory):
-    d = tmp_path_factory.mktemp("kata")
-    p = GtpProcess([sys.executable, "-m", "gtp", "--playouts", "60", "--seed", "13"], cwd=str(d))
-    p.dir = d  # type: ignore[attr-defined]
-    yield p
-    p.close()
+pytestmark = pytest.mark.slow  # one engine subprocess (``eng``, conftest.py)
+GTP_ARGS = ("--playouts", "60", "--seed", "13")
 
 
 def fails(p: GtpProcess, cmd: str) -> str:

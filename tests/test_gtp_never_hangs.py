@@ -10,16 +10,9 @@ import pytest
 
 from gtp.match import GtpProcess
 
+pytestmark = pytest.mark.slow  # one engine subprocess (``eng``, conftest.py)
+GTP_ARGS = ("--playouts", "50", "--seed", "11")
 DEADLINE = 30.0  # seconds for any one answer (the program answers these in milliseconds)
-
-
-@pytest.fixture(scope="module")
-def eng(tmp_path_factory):
-    d = tmp_path_factory.mktemp("hangs")
-    p = GtpProcess([sys.executable, "-m", "gtp", "--playouts", "50", "--seed", "11"], cwd=str(d))
-    p.dir = d  # type: ignore[attr-defined]
-    yield p
-    p.close()
 
 
 def raw_answer(p: GtpProcess, line: str) -> list[str]:

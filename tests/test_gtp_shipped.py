@@ -45,6 +45,7 @@ def run_engine(tmp_path, *extra: str) -> tuple[list[float], list[float], str]:
     return nine, thirteen, (tmp_path / "stderr.txt").read_text()
 
 
+@pytest.mark.slow
 def test_no_weights_plays_the_shipped_network_on_9x9_only(tmp_path):
     nine, thirteen, log = run_engine(tmp_path)
     lines = [ln for ln in log.splitlines() if "no weights given" in ln]
@@ -53,6 +54,7 @@ def test_no_weights_plays_the_shipped_network_on_9x9_only(tmp_path):
     assert all(x == 0.0 for x in thirteen)  # 13x13: the random network
 
 
+@pytest.mark.slow
 def test_weights_random_keeps_the_random_network_on_9x9(tmp_path):
     nine, thirteen, log = run_engine(tmp_path, "--weights", "random")
     assert all(x == 0.0 for x in nine + thirteen)

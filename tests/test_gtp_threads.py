@@ -49,6 +49,7 @@ def test_the_backend_runs_with_the_chosen_threads(monkeypatch):
         torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 def test_the_start_line_names_the_threads(tmp_path):
     want = max(1, len(os.sched_getaffinity(0)) // 2)
     out = subprocess.run([sys.executable, "-m", "gtp"], input="quit\n", capture_output=True, text=True,

@@ -11,6 +11,7 @@ import pytest
 from gtp.match import GtpFailure, GtpProcess
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # the engine as a subprocess
 
 
 @pytest.fixture(scope="module")

@@ -103,6 +103,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_oversized_headers_are_refused_before_any_allocation(bad):
     cases = {k: str(v) for k, v in bad.items() if not k.startswith("good")}
     r = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(cases)], capture_output=True, text=True,

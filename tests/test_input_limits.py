@@ -33,6 +33,7 @@ def engine(body: str) -> GtpProcess:
     return GtpProcess([sys.executable, "-c", ENGINE.format(body=body)], name="flood")
 
 
+@pytest.mark.slow
 def test_an_endless_line_from_an_engine_is_refused_with_bounded_memory():
     # 48 MiB without a newline (the old client held it all, and an endless one grew until the kernel killed it)
     proc = engine("for _ in range(768):\n    os.write(1, b'x' * 65536)\nos.write(1, b'\\n\\n')")
@@ -48,6 +49,7 @@ def test_an_endless_line_from_an_engine_is_refused_with_bounded_memory():
     assert peak < 4 * MAX_LINE_BYTES, peak
 
 
+@pytest.mark.slow
 def test_an_endless_response_is_refused_and_lines_read_ahead_are_bounded():
     proc = engine("line = b'y' * 1023 + b'\\n'\nwhile True:\n    os.write(1, line)")
     try:
@@ -59,6 +61,7 @@ def test_an_endless_response_is_refused_and_lines_read_ahead_are_bounded():
         proc.close(timeout=2)
 
 
+@pytest.mark.slow
 def test_an_engine_that_ends_is_an_eof_not_a_broken_pipe():
     proc = GtpProcess([sys.executable, "-c", "pass"], name="gone")
     proc.proc.wait()

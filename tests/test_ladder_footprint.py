@@ -96,6 +96,7 @@ def _cases(n: int, count: int, seed: int):
         yield arr, rng
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,count,seed", [(9, 60, 1), (13, 30, 2), (19, 24, 3)])
 def test_reads_the_same_wherever_the_footprint_holds(n: int, count: int, seed: int) -> None:
     cache = np.zeros(1, LADDER_CACHE_DTYPE)[0:1]

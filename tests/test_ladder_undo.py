@@ -4,6 +4,7 @@ random positions full of short strings, and leaves the position alone."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from helpers_ladder_ref import ladder_map_ref, read_string as ref_read_string
 
 from sayuri_async.go import board as B
@@ -12,6 +13,7 @@ from sayuri_async.sayuri.ladder_reader import MAX_DEPTH, SEL_WIDTH, read_string
 from sayuri_async.sayuri.pointset import SET_WORDS
 
 
+@pytest.mark.slow
 def test_the_undo_reader_maps_every_position_as_the_copying_reader_did():
     rng = np.random.default_rng(11)
     marked = 0
@@ -43,6 +45,7 @@ def _reference_read(arr: np.ndarray, p: int, c: int, libs: int) -> tuple[int, li
     return nv, sorted(vital[:nv].tolist()), int(nodes[0]), seen
 
 
+@pytest.mark.slow
 def test_each_read_out_searches_the_same_tree_as_the_copying_reader():
     """Per string: the same vital moves, the same candidate moves and the
     same number of nodes. The reader skips work the copying one does (the

@@ -113,6 +113,7 @@ def test_stop_file_ends_the_loop_before_any_work(tmp_path):
     assert not list((ws / "data").glob("*.npz"))
 
 
+@pytest.mark.slow
 def test_bad_loop_config_names_the_file_and_key(tmp_path):
     p = tmp_path / "bad.toml"
     p.write_text("[loop]\ngames_per_generaton = 3\n")

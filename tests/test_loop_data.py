@@ -99,6 +99,7 @@ def test_a_loop_generation_holds_out_games_and_writes_value_quality(tmp_path):
     assert float(row["value_mse"]) == s["value_mse"] and float(row["reuse"]) == s["reuse"]
 
 
+@pytest.mark.slow
 def test_a_training_config_given_to_the_loop_is_refused_by_name(tmp_path):
     import subprocess
     import sys

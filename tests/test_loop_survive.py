@@ -114,6 +114,7 @@ def test_self_play_processes_of_a_stopped_loop_stop_writing(tmp_path, sig):
     assert not list(ws.rglob(".*.tmp"))
 
 
+@pytest.mark.slow
 def test_an_unknown_phase_is_refused_with_the_state_files_name(tmp_path):
     ws = tmp_path / "ws"
     Workspace(ws)
@@ -125,6 +126,7 @@ def test_an_unknown_phase_is_refused_with_the_state_files_name(tmp_path):
     assert str(ws / "state.json") in line and "'trian'" in line
 
 
+@pytest.mark.slow
 def test_training_and_self_play_board_sizes_must_agree_at_start(tmp_path):
     cfg = tmp_path / "loop.toml"
     cfg.write_text(TINY.format(generations=1).replace("board_sizes = [7]", "board_sizes = [9]"))
@@ -136,6 +138,7 @@ def test_training_and_self_play_board_sizes_must_agree_at_start(tmp_path):
     assert not (ws / "data").exists() or not list((ws / "data").iterdir())
 
 
+@pytest.mark.slow
 def test_a_start_removes_temporaries_of_killed_writes_in_the_workspace(tmp_path):
     ws = tmp_path / "ws"
     Workspace(ws)

@@ -76,6 +76,7 @@ def test_players_play_one_match_after_another_each_under_its_own_event_loop(tmp_
         assert res.games == 2
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(GNUGO is None, reason="GNU Go is not installed")
 def test_match_against_gnugo(tmp_path):
     a = make_player("random", args(playouts=4))
@@ -168,6 +169,7 @@ def test_referee_illegal_moves_raise_or_forfeit():
         referee(Scripted("a", ["C3", "C3"]), Scripted("b", ["D4"]), forfeit={2})
 
 
+@pytest.mark.slow
 def test_match_forfeits_an_illegal_move_of_a_gtp_engine(tmp_path):
     # a GTP engine that answers every genmove with C3: its second C3 is
     # illegal, and the match counts a loss for it instead of stopping

@@ -44,6 +44,7 @@ def test_random_symmetries_keep_each_position_up_to_symmetry():
     assert not np.array_equal(out, planes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["as_trained", "recompute"])
 def test_the_loop_exports_with_its_norm_mode(tmp_path, mode):
     """Norms fixed in training: "as_trained" exports the starting network's

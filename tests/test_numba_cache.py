@@ -50,6 +50,32 @@ def test_xdg_cache_home_comes_before_the_temp_folder(read_only_package, monkeypa
     assert numba_cache.location() == read_only_package / "xdg" / "sayuri-async" / "numba"
 
 
+def test_bounds_checked_code_is_cached_apart_and_never_seeded(monkeypatch, tmp_path):
+    """numba's cache index does not record NUMBA_BOUNDSCHECK: checked code
+    gets a folder of its own, not the in-tree cache nor a copy of it."""
+    seeded = []
+    monkeypatch.setattr(numba_cache, "_seed_from_tree", seeded.append)
+    monkeypatch.setattr(numba_cache, "_tell_numba", lambda folder: None)
+    monkeypatch.setattr(numba_cache, "in_tree", lambda: True)
+    monkeypatch.setitem(numba_cache._state, "location", None)
+    monkeypatch.setenv("NUMBA_BOUNDSCHECK", "1")
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert numba_cache.location() == tmp_path / "xdg" / "sayuri-async" / "numba" / "boundscheck"
+    assert "bounds-checked" in numba_cache.where_text()
+    for flag, want in (("1", tmp_path / "user" / "boundscheck"), ("0", tmp_path / "user")):
+        monkeypatch.setenv("NUMBA_BOUNDSCHECK", flag)
+        monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "user"))
+        numba_cache._state["location"] = None
+        numba_cache.refresh()
+        assert numba_cache.location() == want
+    assert len(seeded) == 1  # the unchecked folder only
+    monkeypatch.setenv("NUMBA_BOUNDSCHECK", "1")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "user" / "boundscheck"))  # as a child process inherits it
+    numba_cache._state["location"] = None
+    assert numba_cache.location() == tmp_path / "user" / "boundscheck"
+
+
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="giving a folder away needs root")
 def test_a_temp_folder_another_user_made_is_not_used(read_only_package):
     theirs = read_only_package / "tmp" / f"sayuri-async-{os.getuid()}"
@@ -67,6 +93,7 @@ def test_the_notice_names_the_cache_folder(read_only_package):
     assert numba_cache.uncompiled_modules()  # a new folder holds nothing yet
 
 
+@pytest.mark.slow
 def test_with_no_writable_folder_numba_compiles_without_a_cache(tmp_path):
     """``cache=True`` without any locator fails at decoration ("no locator
     available"); with caching off the function still compiles and runs."""
@@ -188,6 +215,7 @@ def test_only_files_with_compiled_code_count_as_sources():
     assert not names & {"numba_cache.py", "precompile.py"}  # they only name the decorator
 
 
+@pytest.mark.slow
 def test_the_gtp_childs_compiles_reach_the_progress():
     code = ("import sys\n"
             f"print({precompile.MARK!r} + 'sayuri_async.go.board.play', file=sys.stderr)\n"

@@ -137,6 +137,7 @@ MIX = [("policy-nan", "policy", _set("full", np.nan), None),
        ("q-avg-inf", "q_avg", _set(1, np.inf, 2), np.float32)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [0, 2])
 def test_a_run_on_good_and_poisoned_chunks_trains_on_the_good_ones_only(tmp_path, capfd, monkeypatch, workers):
     data = tmp_path / "data"

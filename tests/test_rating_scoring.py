@@ -76,6 +76,7 @@ def test_disagreement_plays_on_once_then_counts_the_board():
     assert [a for _, a in rec.moves[-4:]] == [81, 81, 81, 81]
 
 
+@pytest.mark.slow
 @needs_gnugo
 def test_gnugo_passes_with_a_dead_stone_and_tromp_taylor_counts_it_alive():
     white = GtpPlayer(f"{GNUGO} --mode gtp --chinese-rules --level 1")
@@ -88,6 +89,7 @@ def test_gnugo_passes_with_a_dead_stone_and_tromp_taylor_counts_it_alive():
     assert area_score_without(rec.game, [H5]) == -16.5
 
 
+@pytest.mark.slow
 @needs_gnugo
 def test_gnugo_agrees_on_the_dead_stone():
     white = GtpPlayer(f"{GNUGO} --mode gtp --chinese-rules --level 1")
@@ -98,6 +100,7 @@ def test_gnugo_agrees_on_the_dead_stone():
     assert (rec.result, rec.reason, rec.dead) == ("W+16.5", "agreed dead stones", [H5])
 
 
+@pytest.mark.slow
 @needs_gnugo
 def test_play_on_makes_gnugo_capture_the_dead_stone():
     white = GtpPlayer(f"{GNUGO} --mode gtp --chinese-rules --capture-all-dead --level 1")
@@ -135,6 +138,7 @@ def test_elo_interval_from_the_wilson_bounds():
     assert lo == -math.inf and math.isfinite(hi) and hi < 0
 
 
+@pytest.mark.slow
 @needs_gnugo
 def test_ladder_script_writes_markdown_and_json(tmp_path):
     import json
@@ -172,6 +176,7 @@ def test_a_forked_gtp_player_keeps_its_name():
     assert f.name == "gnugo-l5" and f.command == g.command and f.proc is None
 
 
+@pytest.mark.slow
 @needs_gnugo
 def test_crosscheck_compares_recorded_results_with_gnugo_final_score(tmp_path, capsys):
     import json

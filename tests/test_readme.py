@@ -5,7 +5,8 @@ empty folder holding only ``configs/``, ``weights/`` (the shipped networks)
 and ``.venv`` (as a fresh clone after ``make demo``'s set-up), with short forms: the same commands with tiny sizes
 (``SHORT``), and the configs they name made tiny (``TINY_CONFIGS``), so the
 whole README runs in about a minute. ``make demo`` runs the Makefile's demo
-recipe; ``make test`` is this suite and is left out. Blocks of ``$ command``
+recipe; ``make test`` and its narrower forms (``make test-fast``) run this
+suite and are left out. Blocks of ``$ command``
 lines followed by their output (no language) are run and their output
 compared. If the README drifts from the code (a renamed option, a folder
 that the previous command no longer writes, a traceback), this fails.
@@ -18,6 +19,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # every command of the README, as subprocesses
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -109,7 +114,7 @@ def script_of(text: str) -> str:
             continue
         for line in body:
             command = line.split("  #")[0].strip()
-            if command == "make test":
+            if re.fullmatch(r"make test(-[\w-]+)?", command):
                 continue
             if command == "make demo":
                 command = demo_recipe()

@@ -229,6 +229,7 @@ def test_cli_chunk_positions(tmp_path, capsys):
     assert "wrote 3 chunk(s), 3 positions from 1 file(s)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_parallel_parsing_gives_the_same_chunks(tmp_path, monkeypatch):
     from sayuri_async.sayuri import data
 

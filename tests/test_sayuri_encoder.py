@@ -5,8 +5,6 @@ own ``sayuri-planes`` output on random games while this was written; see
 docs/sayuri.md.)"""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 import torch
@@ -164,21 +162,7 @@ def test_wave_values():
     assert torch.allclose(wave(torch.tensor([7.5, 6.0, 6.5]), 8), torch.tensor([-0.5, 0.0, 0.5]))
 
 
-def test_encoder_cost_is_reported():
-    """Not a benchmark gate: prints microseconds per position for 19x19."""
-    rng = np.random.default_rng(0)
-    g = Game(19, 7.5)
-    for _ in range(150):
-        legal = np.nonzero(g.legal_actions())[0][:-1]
-        g.play(int(rng.choice(legal)))
-    out = ENCODER.alloc(19)
-    ENCODER.encode(g.arr[0], out)
-    t = time.perf_counter()
-    for _ in range(50):
-        ENCODER.encode(g.arr[0], out)
-    print(f"sayuri-v3 19x19 after 150 moves: {(time.perf_counter() - t) / 50 * 1e6:.0f} us/position")
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 7, 13, 19, 25])
 def test_every_cell_written_inside_its_block(n):
     rng = np.random.default_rng(n)

@@ -32,6 +32,7 @@ def ladder_map_reuse(rec, out, cache):
     _reuse_with(rec, out, cache, stones, libs_at)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,roots", [(2, 10), (5, 20), (9, 30), (13, 10), (19, 10), (25, 3)])
 def test_planes_equal_the_reference(n, roots):
     r = compare_with_reference(n, roots, 3, seed=100 + n)
@@ -39,6 +40,7 @@ def test_planes_equal_the_reference(n, roots):
     assert r["mismatches"] == 0
 
 
+@pytest.mark.slow
 def test_the_cache_is_used_and_a_stale_one_is_not_trusted():
     n = 19
     rng = np.random.default_rng(4)

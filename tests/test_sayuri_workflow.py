@@ -62,6 +62,7 @@ def log_rows(run: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_the_sayuri_workflow_runs_end_to_end(tmp_path, capsys):
     raw, data = tmp_path / "tdata", tmp_path / "data"
     assert gen_sayuri_data([str(raw), "--records", "240", "--board", "9", "--per-file", "120",

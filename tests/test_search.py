@@ -372,6 +372,7 @@ def search_from_a_foreign_tree() -> None:
     assert prior[vertex_to_action("A1", 2)] < 0 and prior[vertex_to_action("B1", 2)] < 0
 
 
+@pytest.mark.slow
 def test_a_descent_never_plays_an_edge_that_is_illegal_at_its_position():
     # In a child process: a descent that played an occupied point broke a
     # group's stone ring on its scratch board and then looped forever in

@@ -79,6 +79,7 @@ def test_a_budget_bounds_the_pools_and_the_visits_keep_growing():
     assert len(s.pv(best)) > 1
 
 
+@pytest.mark.slow
 def test_pruning_keeps_the_statistics_of_what_it_keeps():
     s = Search(SearchConfig(tree_memory_mb=1, edges_per_expansion=4), "simple-v1", rng=np.random.default_rng(6))
     ev = InstantEvaluator(9, value_fn=material)

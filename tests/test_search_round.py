@@ -258,6 +258,20 @@ def test_an_off_loop_encoders_leaves_are_encoded_in_the_worker_thread_as_the_enc
         assert calls == [] and bt.counters.encode_s == 0.0
 
 
+@pytest.mark.parametrize("slot, leaves", [(0, 4), (6, 3), (-1, 1)])
+def test_a_round_that_overruns_its_leaf_boards_or_rows_is_refused_before_any_encoding(slot, leaves):
+    """The compiled encoding reads the round's leaf boards at raw addresses:
+    a round of more leaves than its search has boards, or with rows outside
+    the batch, raises instead of reading or writing past the arrays."""
+    s = Search(SearchConfig(leaves_per_await=3), "sayuri-v3", rng=np.random.default_rng(0))
+    assert s.boards.shape[0] == 3
+    planes = np.zeros((8, get_encoder("sayuri-v3").planes, 9, 9), dtype=np.uint8)
+    round_ = (s.ws.ctypes.data, s.boards.ctypes.data, slot, leaves, s.ws, s.boards)
+    with pytest.raises(ValueError, match="does not fit"):
+        mcts.encode_leaf_rounds([round_], planes)
+    assert not planes.any()
+
+
 def test_a_search_cancelled_while_its_round_waits_takes_a_fresh_workspace():
     """The cancelled round's batch still leaves later and encodes its leaves
     into the workspace the search had; the search has a new one by then

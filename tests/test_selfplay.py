@@ -59,6 +59,7 @@ def check_chunk(path: Path) -> tuple[dict, dict]:
     return meta, a
 
 
+@pytest.mark.slow
 def test_selfplay_writes_chunks_and_sgf_that_load_back(tmp_path):
     cfg = small_cfg(tmp_path)
     final = run_inprocess(cfg, PlainReporter(every=1e9, stream=open(os.devnull, "w")))
@@ -82,6 +83,7 @@ def test_selfplay_writes_chunks_and_sgf_that_load_back(tmp_path):
     assert not list(tmp_path.rglob(".*.tmp"))
 
 
+@pytest.mark.slow
 def test_ownership_and_score_follow_the_final_board(tmp_path):
     cfg = small_cfg(tmp_path, num_games=2, chunk_games=2, reduce_playouts_prob=0.0)
     run_inprocess(cfg, PlainReporter(every=1e9, stream=open(os.devnull, "w")))
@@ -97,6 +99,7 @@ def test_ownership_and_score_follow_the_final_board(tmp_path):
         assert a["score"][last] == pytest.approx(sign * (black_area - 7.5))
 
 
+@pytest.mark.slow
 def test_read_chunk_rejects_damage(tmp_path):
     cfg = small_cfg(tmp_path, num_games=2, chunk_games=2)
     run_inprocess(cfg, PlainReporter(every=1e9, stream=open(os.devnull, "w")))
@@ -183,6 +186,7 @@ def test_sigkill_leaves_no_partial_chunk(tmp_path):
     assert not list((tmp_path / "out").rglob(".*.tmp"))
 
 
+@pytest.mark.slow
 def test_the_random_network_answers_on_the_loop_and_a_real_one_in_the_worker(tmp_path):
     import asyncio
     import threading
@@ -235,6 +239,7 @@ def _records(count: int) -> list:
     return asyncio.run(games())
 
 
+@pytest.mark.slow
 def test_the_writer_process_writes_what_the_writer_on_the_loop_writes(tmp_path):
     from sayuri_async.selfplay.writer import ChunkWriter
     from sayuri_async.selfplay.writer_proc import WriterProcess
@@ -262,6 +267,7 @@ def test_the_writer_process_writes_what_the_writer_on_the_loop_writes(tmp_path):
         assert sgf_file.read_text() == (tmp_path / "there" / "sgf" / sgf_file.name).read_text()
 
 
+@pytest.mark.slow
 def test_a_failing_writer_process_stops_the_run_with_the_folder_and_the_error(tmp_path):
     from sayuri_async.selfplay.writer_proc import WriterError, WriterProcess
 

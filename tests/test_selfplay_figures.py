@@ -50,6 +50,7 @@ def slow_start_measurement(monkeypatch, rate: float = 0.5) -> list[int]:
     return measured
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SHIPPED_9X9.is_file(), reason="the shipped 9x9 network is not in this checkout")
 def test_efficiency_of_a_cpu_net_on_another_board_stays_at_most_100_percent(tmp_path, monkeypatch):
     measured = slow_start_measurement(monkeypatch)
@@ -141,6 +142,7 @@ def test_a_draining_run_never_advises_more_games():
     assert bound.kind == "device-bound"  # a verdict without more games stands
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SHIPPED_9X9.is_file(), reason="the shipped 9x9 network is not in this checkout")
 def test_a_finished_run_reports_draining(tmp_path):
     final = runner.run_inprocess(cpu_cfg(tmp_path, num_games=2, parallel_games=4), quiet())

@@ -98,6 +98,7 @@ def test_engines_that_fail_during_the_run_exit_1_with_one_line(tmp_path):
     assert "selfplay-p0" in lines[0] and "selfplay-p1" in lines[0] and str(data) in lines[0]
 
 
+@pytest.mark.slow
 def test_a_failing_run_in_one_process_exits_1_with_one_line(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "data").write_text("not a folder")

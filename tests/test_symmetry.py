@@ -114,6 +114,7 @@ def test_features_commute_with_symmetry(n: int) -> None:
             assert np.array_equal(apply_planes(enc(g.arr), k), enc(h.arr))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, planes", [(9, 25), (19, 43), (7, 3)])
 def test_permute_planes_in_place_matches_apply_planes(n: int, planes: int) -> None:
     # the search's in-place permutation (a leaf shown in symmetry k) must put

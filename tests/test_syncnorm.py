@@ -100,6 +100,7 @@ def _close(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
     return a.keys() == b.keys() and all(float((a[k] - b[k]).abs().max()) <= 1e-5 * scale for k in a)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["ours", "sayuri"])
 def test_two_synchronised_ranks_compute_what_one_process_does_with_the_whole_batch(tmp_path, kind):
     net = _net(kind)

@@ -61,6 +61,7 @@ def _start_weights() -> dict[str, torch.Tensor]:
     return init_weights(Net(cfg), seed=1).state_dict()
 
 
+@pytest.mark.slow
 def test_swa_is_the_mean_of_the_snapshots(tmp_path):
     data = chunks(tmp_path / "data")
     out = tmp_path / "out"
@@ -73,6 +74,7 @@ def test_swa_is_the_mean_of_the_snapshots(tmp_path):
     assert torch.allclose(avg[key], (raw[0][key] + raw[1][key] + raw[2][key]) / 3, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_ema_follows_its_formula(tmp_path):
     data = chunks(tmp_path / "data")
     out = tmp_path / "out"

@@ -63,6 +63,7 @@ def _rank_main(rank: int, world: int, port: int, data: str, out: str) -> None:
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_two_gloo_ranks_keep_identical_weights(tmp_path):
     data = tmp_path / "data"
     for i in range(4):

@@ -45,6 +45,7 @@ def quiet(_: str) -> None:
     pass
 
 
+@pytest.mark.slow
 def test_loss_decreases_on_synthetic_data(tmp_path):
     data = chunks(tmp_path / "data")
     cfg = tiny_config(data, tmp_path / "out", run={"log_every": 10, "checkpoint_every": 1000})
@@ -64,6 +65,7 @@ def _positions_differ(a: dict, b: dict) -> float:
     return max((a[k].float() - b[k].float()).abs().max().item() for k in a)
 
 
+@pytest.mark.slow
 def test_resume_continues_exactly(tmp_path):
     data = chunks(tmp_path / "data", count=5, positions=80)
     # batch 32 at reference batch 16 (linear: rates x2); warm-up 4 ref steps = 64 samples = 2 steps;
@@ -106,6 +108,7 @@ def _damage_data(path: Path) -> None:
     path.write_bytes(bytes(raw))
 
 
+@pytest.mark.slow
 def test_corrupt_chunks_are_skipped_with_a_warning(tmp_path, capfd):
     data = chunks(tmp_path / "data", count=4)
     truncated = data / "chunk-1-1-0.npz"
@@ -119,6 +122,7 @@ def test_corrupt_chunks_are_skipped_with_a_warning(tmp_path, capfd):
     assert torch.isfinite(torch.tensor(result.losses["loss"]))
 
 
+@pytest.mark.slow
 def test_every_export_loads_and_holds_the_averaged_weights(tmp_path):
     from sayuri_async.net.weights import load_weights
 
@@ -139,6 +143,7 @@ def test_every_export_loads_and_holds_the_averaged_weights(tmp_path):
     assert _positions_differ(state["average"]["state"], state["model"]) > 0  # the average is not the raw weights
 
 
+@pytest.mark.slow
 def test_init_from_exported_weights(tmp_path):
     from sayuri_async.net.weights import load_weights
 
@@ -173,6 +178,7 @@ def test_cli_errors(tmp_path, capsys):
     assert "no checkpoint" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_trains_and_auto_resumes(tmp_path, capsys):
     data = chunks(tmp_path / "data", count=2)
     cfg = tmp_path / "c.toml"
@@ -201,6 +207,7 @@ checkpoint_every = 2
     assert (out / "weights" / "net-s000000004.safetensors").exists()
 
 
+@pytest.mark.slow
 def test_a_window_of_only_bad_chunks_stops_with_a_clear_error(tmp_path):
     from sayuri_async.train.errors import TrainError
 
@@ -212,6 +219,7 @@ def test_a_window_of_only_bad_chunks_stops_with_a_clear_error(tmp_path):
         train(cfg, steps=3, say=quiet)
 
 
+@pytest.mark.slow
 def test_refresh_window_keeps_the_model_and_takes_the_newest_data(tmp_path):
     data = chunks(tmp_path / "data", count=2)  # chunk-0 and chunk-1, 96 positions each
     out = tmp_path / "out"

@@ -15,6 +15,7 @@ LOG = """step,samples,lr,loss,policy,opp_policy,wdl,score,ownership,samples_per_
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib not installed")
 def test_plot_writes_pngs(tmp_path, capsys):
     (tmp_path / "train_log.csv").write_text(LOG)
@@ -58,6 +59,7 @@ def drawn_pixels(path) -> int:
     return int((np.abs(img - blue).sum(axis=-1) < 0.05).sum())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib not installed")
 def test_a_one_row_log_is_drawn_as_points_and_said_so(tmp_path, capsys):
     """A 20-step run logs one row: the charts must show it, not six empty panels."""
@@ -68,6 +70,7 @@ def test_a_one_row_log_is_drawn_as_points_and_said_so(tmp_path, capsys):
     assert drawn_pixels(tmp_path / "losses.png") > 6 * 10  # a visible point in each of the six panels
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib not installed")
 def test_only_columns_with_values_get_a_panel(tmp_path):
     from sayuri_async.train.plot import plot_log

@@ -3,10 +3,13 @@ file): every logging step is one whole line with every loss, never cut to a
 bar's width."""
 from __future__ import annotations
 
+import pytest
+
 from sayuri_async.train.trainer import train
 from test_train_loop import chunks, tiny_config
 
 
+@pytest.mark.slow
 def test_progress_lines_stay_whole_when_piped_even_with_the_bar_on(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "60")
     data = chunks(tmp_path / "data", count=1)

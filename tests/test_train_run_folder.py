@@ -30,6 +30,7 @@ def _cli_config(tmp_path, data) -> str:
     return str(cfg)
 
 
+@pytest.mark.slow
 def test_a_fresh_start_into_a_run_folder_is_refused_and_changes_nothing(tmp_path, capsys):
     data = chunks(tmp_path / "data", count=2)
     cfg = _cli_config(tmp_path, data)
@@ -45,6 +46,7 @@ def test_a_fresh_start_into_a_run_folder_is_refused_and_changes_nothing(tmp_path
     assert [int(r["step"]) for r in read_log(out)] == [1, 2, 3, 4, 5, 6]
 
 
+@pytest.mark.slow
 def test_auto_resume_without_a_checkpoint_starts_afresh_over_a_log_and_says_so(tmp_path):
     data = chunks(tmp_path / "data", count=2)
     out = tmp_path / "run"
@@ -62,6 +64,7 @@ def test_auto_resume_without_a_checkpoint_starts_afresh_over_a_log_and_says_so(t
     assert [int(r["step"]) for r in read_log(out)] == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_an_unreadable_newest_checkpoint_falls_back_to_the_older_one(tmp_path, capfd):
     data = chunks(tmp_path / "data")
     out = tmp_path / "run"
@@ -82,6 +85,7 @@ def test_an_unreadable_newest_checkpoint_falls_back_to_the_older_one(tmp_path, c
     assert torch.load(ckpt.checkpoint_path(out, 4), weights_only=True)["step"] == 4
 
 
+@pytest.mark.slow
 def test_a_resumed_run_at_its_target_hands_back_that_steps_export(tmp_path):
     data = chunks(tmp_path / "data")
     out = tmp_path / "run"
@@ -104,6 +108,7 @@ def _dead_pid() -> int:
     return p.pid
 
 
+@pytest.mark.slow
 def test_a_start_removes_the_temporaries_of_killed_writes(tmp_path):
     data = chunks(tmp_path / "data", count=2)
     out = tmp_path / "run"

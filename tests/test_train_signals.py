@@ -68,6 +68,7 @@ def _finish(proc: subprocess.Popen, workers: list[int], err: Path) -> tuple[int,
     return rc, [line for line in text.splitlines() if line.startswith("sayuri-async")]
 
 
+@pytest.mark.slow
 def test_a_worker_killed_by_sigkill_ends_train_in_one_line(tmp_path):
     proc, out, err = _start(tmp_path)
     workers = _workers_once_checkpointed(proc, out)
@@ -83,6 +84,7 @@ def test_a_worker_killed_by_sigkill_ends_train_in_one_line(tmp_path):
     ckpt.load_checkpoint(newest)  # whole
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, word", [(signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted")],
                          ids=["SIGTERM", "SIGINT"])
 def test_a_signal_to_the_process_group_ends_train_in_one_line(tmp_path, sig, word):

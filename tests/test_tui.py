@@ -8,6 +8,7 @@ import time
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from rich.console import Console
 
 from sayuri_async.infer.stats import FLUSH_REASONS, HIST_BINS
@@ -154,6 +155,7 @@ def test_key_handler_fields_selection_and_limits():
     assert capped.feed("B", {"batch_size": 32}) == [] and "built for 32" in capped.message
 
 
+@pytest.mark.slow
 def test_keys_change_an_engine_settings(tmp_path):
     cfg = SelfplayConfig(batch_size=16, parallel_games=32, timeout_ms=5.0, out=str(tmp_path), write_sgf=False,
                          search=ONE_LEAF)

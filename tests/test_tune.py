@@ -218,6 +218,7 @@ def test_png_is_skipped_without_matplotlib(tmp_path, monkeypatch):
     assert "matplotlib is not installed" in msg and "skipped" in msg and not (tmp_path / "t.png").exists()
 
 
+@pytest.mark.slow
 def test_a_second_run_keeps_the_first_runs_csv(tmp_path, capsys):
     fake = FakeEngines()
     args = ["--batch", "16", "--games", "2x", "--warmup", "3", "--window", "1", "--out", str(tmp_path)]

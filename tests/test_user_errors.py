@@ -151,6 +151,7 @@ def run_in_process(command: str, capsys) -> tuple[int, str]:
     return status, captured.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command,words", CASES, ids=[c[0][:60] for c in CASES])
 def test_a_user_mistake_is_one_line_and_exit_status_2(command, words, files, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
@@ -186,6 +187,7 @@ def test_the_cases_cover_every_subcommand():
     (["selfplay", "--device", "cuda:7", "--no-tui"], ["sayuri-async selfplay: --device cuda:7"]),
     (["train", "--config", "/nonexistent/t.toml"], ["sayuri-async train: /nonexistent/t.toml: no such file"]),
 ])
+@pytest.mark.slow
 def test_the_program_itself_answers_one_line(argv, words):
     if CUDA and "cuda:7" in argv:
         pytest.skip("a machine with GPUs may have cuda:7")

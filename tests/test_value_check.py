@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from test_train_chunks import make_chunk
 
@@ -28,6 +29,7 @@ def _net(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_figures_follow_the_chunks_and_the_network(tmp_path, capsys):
     from sayuri_async.net.factory import make_backend
 

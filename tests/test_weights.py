@@ -33,6 +33,7 @@ def saved(tmp_path: Path) -> tuple[Path, Net]:
     return path, net
 
 
+@pytest.mark.slow
 def test_round_trip(saved: tuple[Path, Net]) -> None:
     path, net = saved
     loaded, meta = load_weights(path)

@@ -169,7 +169,15 @@ def encode_leaf_rounds(rounds: list[tuple], planes: np.ndarray) -> None:
     encode the waiting leaves of the searches' ``rounds`` (``(workspace
     address, leaf boards' address, slot, leaves, workspace, leaf boards)``
     each, as ``Search.playouts`` commits them) into ``planes``, in one
-    compiled call that releases the GIL (``puct.encode_rounds``)."""
+    compiled call that releases the GIL (``puct.encode_rounds``). The
+    compiled call reads memory at the addresses unchecked, so a round whose
+    leaves overrun its leaf boards, or whose rows overrun ``planes``,
+    raises ValueError first."""
+    rows = planes.shape[0]
+    for _, _, slot, leaves, _, boards in rounds:
+        if leaves > boards.shape[0] or not 0 <= slot <= rows - leaves:
+            raise ValueError(f"a search round of {leaves} leaves at row {slot} does not fit its "
+                             f"{boards.shape[0]} leaf boards and the batch's {rows} rows")
     jobs = np.array([r[:4] for r in rounds], dtype=np.int64)  # [R, 4]
     encode_rounds(rounds[0][4], rounds[0][5][:1], jobs, planes)
 
