@@ -1,0 +1,197 @@
+"""The cluster mode's pieces without a cluster: Ingest, WeightStore, the
+spool and its uploader, an EngineActor in this process with its services
+as plain objects, the one-line answers, and Ray staying out of one-machine
+runs."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from sayuri_async.chunkfile import peek_chunk, read_chunk
+from sayuri_async.cluster.actor import EngineActor
+from sayuri_async.cluster.ingest import EXISTS, WRITTEN, Ingest
+from sayuri_async.cluster.nodes import mismatch_line
+from sayuri_async.cluster.spool import LOCK, Spool, Uploader
+from sayuri_async.cluster.store import WeightStore
+from sayuri_async.fileio import host_name
+from sayuri_async.net.identity import file_sha256
+
+from test_follow_weights import save_net, small_cfg
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+
+
+def test_ingest_writes_each_name_once_and_whole(tmp_path):
+    ingest = Ingest(str(tmp_path / "ws"))
+    assert ingest.put("data", "chunk-000000-a-p0-1.npz", b"first") == WRITTEN
+    assert ingest.put("data", "chunk-000000-a-p0-1.npz", b"second") == EXISTS  # a retried put
+    assert (tmp_path / "ws" / "data" / "chunk-000000-a-p0-1.npz").read_bytes() == b"first"
+    assert ingest.put("sgf", "game-1.sgf", b"(;)") == WRITTEN
+    for kind, name in (("data", "../escape.npz"), ("data", ".hidden.tmp"), ("checkpoints", "x.pt"), ("data", "a/b")):
+        with pytest.raises(ValueError):
+            ingest.put(kind, name, b"x")
+    assert ingest.stats() == {"written": 2, "duplicates": 1, "bytes": 8}
+    assert sorted(p.name for p in (tmp_path / "ws").rglob("*") if p.is_file()) == \
+        ["chunk-000000-a-p0-1.npz", "game-1.sgf"]
+
+
+def test_the_weight_store_checks_bytes_and_counts_generations():
+    store = WeightStore()
+    assert store.current() is None and store.fetch(1) is None
+    a, b = b"net a", b"net b"
+    with pytest.raises(ValueError, match="sha256"):
+        store.publish("a", hashlib.sha256(b).hexdigest(), a)
+    assert store.publish("a", hashlib.sha256(a).hexdigest(), a) == 1
+    assert store.publish("a", hashlib.sha256(a).hexdigest(), a) == 1  # the same network again
+    assert store.publish("b", hashlib.sha256(b).hexdigest(), b) == 2
+    assert store.current().name == "b" and store.fetch(2) == b and store.fetch(1) is None
+
+
+def test_the_uploader_deletes_only_acknowledged_files_and_adopts_dead_spools(tmp_path):
+    root = tmp_path / "spool"
+    dead = root / "engine-dead-0"
+    (dead / "data").mkdir(parents=True)
+    (dead / LOCK).touch()  # nobody holds it: its actor died
+    (dead / "data" / "chunk-old.npz").write_bytes(b"old")
+    alive = root / "engine-alive-0"
+    (alive / "data").mkdir(parents=True)
+    (alive / "data" / "chunk-alive.npz").write_bytes(b"alive")
+    fd = os.open(alive / LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a live actor of the node (an open file of its own: flock is per open file)
+    spool = Spool(root, "engine-me-0")
+    (spool.folder / "data" / "chunk-mine.npz").write_bytes(b"mine")
+    (spool.folder / "data" / ".chunk-half.npz.1-abcdef01-abcdef01.tmp").write_bytes(b"half")
+    got: dict[str, bytes] = {}
+    failing = [True]
+
+    def put(kind, name, data):
+        if failing[0]:
+            raise ConnectionError("ingest restarting")
+        got[name] = data
+        return WRITTEN
+
+    up = Uploader(spool, put)
+    assert not up.upload_pass() and up.pending() == 1 and "ingest restarting" in up.error
+    failing[0] = False
+    assert up.upload_pass() and up.error is None
+    assert got == {"chunk-mine.npz": b"mine", "chunk-old.npz": b"old"}  # not the live actor's, not the temp
+    assert not dead.exists() and (alive / "data" / "chunk-alive.npz").exists() and up.uploaded == 2
+    os.close(fd)
+    spool.close()
+
+
+def test_version_mismatch_becomes_one_line():
+    out = ("RuntimeError: Version mismatch: The cluster was started with:\n    Ray: 2.60.0\n    Python: 3.11.7\n"
+           "This process on node 10.0.0.2 was started with:\n    Ray: 2.60.0\n    Python: 3.11.2\n")
+    line = mismatch_line(out)
+    assert "\n" not in line and "Python 3.11.7" in line and "Python 3.11.2" in line and "patch" in line
+    assert mismatch_line("Ray runtime started.") is None
+
+
+class LocalLinks:
+    """The fleet's services as plain objects in this process."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.ingest, self.store = Ingest(str(workspace)), WeightStore()
+
+    def put(self, kind, name, data):
+        return self.ingest.put(kind, name, data)
+
+    def current(self):
+        return self.store.current()
+
+    def fetch(self, generation):
+        return self.store.fetch(generation)
+
+
+def wait_for(cond, seconds: float, what: str, actor: EngineActor):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {seconds}s; status {actor.status()}")
+
+
+@pytest.mark.slow
+def test_an_engine_actor_uploads_its_chunks_and_plays_a_published_network(tmp_path):
+    ws = tmp_path / "ws"
+    links = LocalLinks(ws)
+    cfg = small_cfg(tmp_path / "ignored", batch_size=4)
+    actor = EngineActor(cfg, "engine-test-0", "box-1", str(tmp_path / "spool"), poll_s=0.2, links=links)
+    try:
+        wait_for(lambda: links.ingest.written >= 2, 240, "two chunks uploaded", actor)
+        net = save_net(tmp_path / "net-s000000010.safetensors", 3)
+        data = net.read_bytes()
+        assert links.store.publish("net-s000000010", hashlib.sha256(data).hexdigest(), data) == 1
+        wait_for(lambda: str(actor.status().get("network", "")).startswith("net-s000000010@"), 120,
+                 "the published network playing", actor)
+        mark = actor.status()["finished"] + len(actor.status()["games"])
+        wait_for(lambda: actor.status()["finished"] >= mark + 1, 240, "a game of the new network", actor)
+    finally:
+        final = actor.stop(timeout_s=120)
+    assert final["engine_error"] is None and final["spool_files"] == 0 and final["playing"] is False
+    assert final["pid"] == f"box-1:{os.getpid()}" and final["generation"] == 1
+    chunks = sorted((ws / "data").glob("*.npz"))
+    assert len(chunks) == links.ingest.written - len(list((ws / "sgf").glob("*"))) >= 3
+    names = set()
+    for p in chunks:
+        read_chunk(p)  # whole and readable
+        meta = peek_chunk(p)[1]
+        assert meta["host"] and host_name() in p.name
+        names |= {n["name"] for n in meta["networks"]}
+    assert {"random", "net-s000000010"} <= names
+    assert file_sha256(tmp_path / "spool" / "networks" / "net-s000000010.safetensors") == file_sha256(net)
+    assert not [p for p in (tmp_path / "spool").rglob("*.npz")]  # every chunk left the spool
+
+
+def _run_cli(code: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
+                          env=ENV, cwd=ROOT, timeout=600)
+
+
+def test_the_cluster_commands_without_ray_say_what_to_install_in_one_line(tmp_path):
+    config = tmp_path / "sp.toml"
+    config.write_text("[selfplay]\nboard_sizes = [7]\n")
+    code = """
+        import sys
+        sys.modules["ray"] = None  # as if Ray were not installed
+        from sayuri_async.cli import main
+        sys.exit(main(sys.argv[1:]))
+    """
+    for args in (["cluster", "run", "--address", "127.0.0.1:1", "--config", str(config),
+                  "--workspace", str(tmp_path / "ws")],
+                 ["cluster", "head", "--bind", "127.0.0.1"], ["cluster", "join", "127.0.0.1:1", "--bind", "127.0.0.1"]):
+        r = _run_cli(code, *args)
+        assert r.returncode == 2, (args, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert lines == ["sayuri-async cluster: the cluster mode needs Ray: pip install 'sayuri-async[cluster]'"], \
+            r.stderr
+
+
+@pytest.mark.slow
+def test_one_machine_self_play_never_imports_ray(tmp_path):
+    config = tmp_path / "sp.toml"
+    config.write_text("[selfplay]\nboard_sizes = [7]\nplayouts = 4\nparallel_games = 2\nbatch_size = 2\n"
+                      "writer_process = false\n")
+    code = """
+        import sys
+        from sayuri_async.cli import main
+        import sayuri_async.loop, sayuri_async.selfplay.runner
+        status = main(sys.argv[1:])
+        print("ray imported:", "ray" in sys.modules)
+        sys.exit(status)
+    """
+    r = _run_cli(code, "selfplay", "--config", str(config), "--num-games", "1", "--out", str(tmp_path / "out"),
+                 "--no-tui")
+    assert r.returncode == 0, r.stderr
+    assert "ray imported: False" in r.stdout
