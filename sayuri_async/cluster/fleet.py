@@ -170,6 +170,7 @@ class Fleet:
         self.trainer = Trainer(settings, say)
         self.ingest = None
         self.store = None
+        self._engine_class = None
 
     # ---- services ---------------------------------------------------------
     def _here(self):
@@ -201,7 +202,9 @@ class Fleet:
             cfg = replace(self.settings.selfplay, device="cuda:0" if node.gpus else "cpu",
                           procs=self.settings.selfplay.procs if node.gpus else max(slots, 1))
             resources = {"num_gpus": 1.0 / self.settings.selfplay.procs} if node.gpus else {}
-            cls = self.ray.remote(EngineActor)
+            if self._engine_class is None:
+                self._engine_class = self.ray.remote(EngineActor)
+            cls = self._engine_class
             for slot in range(slots):
                 name = f"engine-{node_id[:12]}-{slot}"
                 handle = cls.options(name=name, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
@@ -217,12 +220,15 @@ class Fleet:
         for name in [n for n, (nid, _) in self.engines.items() if nid == node.node_id]:
             _, handle = self.engines.pop(name)
             lost += len((self.latest.pop(name, None) or {}).get("games", []))
-            try:
-                self.ray.kill(handle, no_restart=True)
-            except Exception:  # already gone with its node
-                pass
+            self._kill(handle)
         self.lost_games += lost
         self.view.event(f"node {node.label} left: {lost} game(s) in progress lost")
+
+    def _kill(self, handle) -> None:
+        try:
+            self.ray.kill(handle, no_restart=True)
+        except Exception:  # already gone (with its node)
+            pass
 
     # ---- publication --------------------------------------------------------
     def publish_new(self) -> None:
@@ -241,8 +247,8 @@ class Fleet:
 
     # ---- statuses -------------------------------------------------------------
     def gather(self) -> None:
-        refs = {self.ray_ref(h): name for name, (_, h) in self.engines.items()}
-        ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=STATUS_WAIT_S)
+        refs = {h.status.remote(): name for name, (_, h) in self.engines.items()}
+        ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=STATUS_WAIT_S) if refs else ([], [])
         for ref in ready:
             try:
                 self.latest[refs[ref]] = self.ray.get(ref)
@@ -250,10 +256,6 @@ class Fleet:
                 pass
         self.view.update([st for st in self.latest.values() if st.get("has_figures")],
                          ingest=self._ingest_stats(), generation=self.generation)
-
-    @staticmethod
-    def ray_ref(handle):
-        return handle.status.remote()
 
     def _ingest_stats(self) -> dict:
         try:
@@ -293,7 +295,8 @@ class Fleet:
     def shutdown(self) -> dict:
         self.trainer.stop()
         refs = {h.stop.remote(): name for name, (_, h) in self.engines.items()}
-        ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=STOP_TIMEOUT_S + 30)
+        ready, _ = (self.ray.wait(list(refs), num_returns=len(refs), timeout=STOP_TIMEOUT_S + 30)
+                    if refs else ([], []))
         for ref in ready:
             try:
                 self.latest[refs[ref]] = self.ray.get(ref)
@@ -301,11 +304,9 @@ class Fleet:
                 pass
         left = sum(st.get("spool_files", 0) for st in self.latest.values())
         ingest = self._ingest_stats()
-        for _, handle in self.engines.values():
-            self.ray.kill(handle, no_restart=True)
-        for handle in (self.ingest, self.store):
+        for handle in [h for _, h in self.engines.values()] + [self.ingest, self.store]:
             if handle is not None:
-                self.ray.kill(handle, no_restart=True)
+                self._kill(handle)
         final = [st for st in self.latest.values() if st.get("has_figures")]
         self.view.close(final, ingest=ingest, lost_games=self.lost_games, spool_left=left)
         return {"statuses": final, "ingest": ingest, "lost_games": self.lost_games, "spool_left": left,
