@@ -16,7 +16,8 @@ links       how an actor reaches the fleet's services: ``put(kind, name,
             data)`` (Ingest), ``current()`` and ``fetch(generation)``
             (WeightStore). ``RayLinks`` finds them by name in the cluster;
             tests pass objects of their own.
-StoreFollower  a thread that asks ``current()`` every ``poll_s`` seconds;
+StoreFollower  ``selfplay/follow.py``'s WeightsFollower asking the store,
+            not a folder: a thread that asks ``current()`` every ``poll_s`` seconds;
             on a new generation it fetches the bytes once, checks their
             sha256, writes them to the node's network folder (temporary name,
             then rename; a copy already there with the right sha256 is used
@@ -44,6 +45,7 @@ from typing import Protocol
 from ..fileio import write_bytes_atomic
 from ..net.identity import NetworkId, file_sha256
 from ..selfplay.config import SelfplayConfig
+from ..selfplay.follow import WeightsFollower, one_line
 from . import NAMESPACE
 from .ingest import INGEST_NAME
 from .spool import NETWORKS, Spool, Uploader
@@ -81,26 +83,24 @@ class RayLinks:
         return self._ray.get(self._store.fetch.remote(generation), timeout=PUT_TIMEOUT_S)
 
 
-def one_line(e: BaseException) -> str:
-    return " ".join(f"{type(e).__name__}: {e}".split())[:300]
-
-
-class StoreFollower:
-    """See the vocabulary; ``take()`` is what ``run_inprocess`` calls for controls."""
+class StoreFollower(WeightsFollower):
+    """See the vocabulary: ``selfplay/follow.py``'s follower, with the
+    fleet's WeightStore in place of a folder (``take()`` is what
+    ``run_inprocess`` calls for controls)."""
 
     def __init__(self, links: Links, folder: Path, poll_s: float) -> None:
+        super().__init__(folder, poll_s, warn=self._note)
         self.links = links
-        self.folder = folder
-        self.poll_s = poll_s
         self.generation = 0
         self.error: str | None = None
-        self._controls: queue.SimpleQueue = queue.SimpleQueue()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+
+    def _note(self, text: str) -> None:
+        self.error = text
 
     def poll(self) -> tuple[Path, NetworkId] | None:
         """One look: the new network as a local file, or None."""
         pub = self.links.current()
+        self.error = None
         if pub is None or pub.generation <= self.generation:
             return None
         path = self.folder / f"{pub.name}.safetensors"
@@ -112,36 +112,17 @@ class StoreFollower:
                 raise ValueError(f"generation {pub.generation} ({pub.name}) arrived with another sha256")
             write_bytes_atomic(path, data)
         self.generation = pub.generation
-        return path, NetworkId(pub.name, pub.sha256)
+        self.current = NetworkId(pub.name, pub.sha256)
+        return path, self.current
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="store-follow", daemon=True)
-        self._thread.start()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.poll_s):
-            try:
-                found = self.poll()
-            except Exception as e:  # the store restarting, a bad copy: said in the status, tried again
-                self.error = f"network: {one_line(e)}"
-                continue
-            self.error = None
-            if found is not None:
-                path, network = found
-                self._controls.put({"network": {"path": str(path), **network.as_dict()}})
-
-    def take(self) -> list[dict]:
-        out = []
-        while True:
-            try:
-                out.append(self._controls.get_nowait())
-            except queue.Empty:
-                return out
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10.0)
+def drain(q: queue.SimpleQueue) -> list:
+    out = []
+    while True:
+        try:
+            out.append(q.get_nowait())
+        except queue.Empty:
+            return out
 
 
 class _Latest:
@@ -155,12 +136,7 @@ class _Latest:
     def update(self, statuses: list[dict]) -> list[dict]:
         if statuses and statuses[0]:
             self.status = statuses[0]
-        out = []
-        while True:
-            try:
-                out.append(self.controls.get_nowait())
-            except queue.Empty:
-                return out
+        return drain(self.controls)
 
     def close(self, statuses: list[dict]) -> None:
         if statuses and statuses[0]:
@@ -177,7 +153,8 @@ class EngineActor:
         self.links = links if links is not None else RayLinks()
         self.spool = Spool(spool_root, name)
         self.uploader = Uploader(self.spool, self.links.put)
-        self.uploader.start()  # leftovers of an earlier life go first
+        self.uploader.upload_pass()  # leftovers of an earlier life go first
+        self.uploader.start()
         networks = Path(spool_root) / NETWORKS
         self.follower = StoreFollower(self.links, networks, poll_s)
         network: NetworkId | None = None

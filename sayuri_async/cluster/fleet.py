@@ -21,7 +21,8 @@ trainer     ``sayuri-async train --follow`` (``--auto-resume``) on the
             workspace as a subprocess of the driver, ending with it; it
             reads ``<workspace>/data``, trains in ``<workspace>/train`` and
             publishes its exports into ``<workspace>/weights``. It is started
-            again when it fails; a usage error (exit 2) ends the run.
+            again when it fails; a usage error (exit 2) ends the run; once it
+            ends by itself (its ``--steps`` reached) self-play goes on.
 publication every ``PUBLISH_EVERY_S`` the newest good file of
             ``<workspace>/weights`` (``selfplay/follow.py``'s rule and check)
             goes to WeightStore, which the engines poll.
@@ -43,9 +44,9 @@ from typing import Callable
 from ..lifetime import end_with_this_process
 from ..net.identity import network_name
 from ..selfplay.config import SelfplayConfig
-from ..selfplay.follow import Candidate, check_weights, newest_weights
+from ..selfplay.follow import Candidate, check_weights, newest_weights, one_line
 from . import NAMESPACE
-from .actor import DEFAULT_POLL_S, STOP_TIMEOUT_S, EngineActor, one_line
+from .actor import DEFAULT_POLL_S, STOP_TIMEOUT_S, EngineActor
 from .ingest import INGEST_NAME, Ingest
 from .store import STORE_NAME, WeightStore
 from .view import ClusterView
@@ -109,6 +110,7 @@ class Trainer:
         self.starts = 0
         self.failed_at = 0.0
         self.fatal: str | None = None
+        self.finished = False
 
     def command(self) -> list[str]:
         ws = self.settings.workspace
@@ -118,13 +120,17 @@ class Trainer:
 
     def check(self) -> None:
         """Start it, or again after a failure (``TRAINER_RESTART_S`` later)."""
-        if self.settings.train_config is None or self.fatal is not None:
+        if self.settings.train_config is None or self.fatal is not None or self.finished:
             return
         if self.proc is not None:
             code = self.proc.poll()
             if code is None:
                 return
             self.proc = None
+            if code == 0:  # it reached its --steps: nothing left for it to do
+                self.finished = True
+                self.say(f"trainer finished (see {self.log_path()}); self-play goes on")
+                return
             if code == 2:
                 self.fatal = f"the trainer stopped with a usage error (see {self.log_path()})"
                 return

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..fileio import clean_stale_temps
+from ..selfplay.follow import one_line
 from .ingest import KINDS
 
 NETWORKS = "networks"
@@ -149,7 +150,7 @@ class Uploader:
                 self.put(kind, path.name, data)
             except Exception as e:  # Ingest restarting, the head unreachable: kept, tried again next pass
                 self.failed_puts += 1
-                self.error = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+                self.error = one_line(e)
                 return False
             self.error = None
             path.unlink(missing_ok=True)
