@@ -148,22 +148,32 @@ DRIVER = textwrap.dedent('''\
                 p.send_signal(signal.SIGTERM)  # ray start --block ends its node on SIGTERM
         time.sleep(5)
         own = {p.pid for p in procs.values()}
-        for pid in os.listdir("/proc"):  # whatever is left of the nodes' sessions (raylet, workers, monitors)
-            if pid.isdigit():
+        ray_tmp = os.environ["RAY_TMPDIR"].encode()
+
+        def ours():  # the nodes' sessions (raylet, workers, monitors), and anything naming their folder
+            found = []
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit() or int(pid) == os.getpid():
+                    continue
                 try:
-                    if os.getsid(int(pid)) in own and int(pid) != os.getpid():
-                        os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
+                    if os.getsid(int(pid)) in own or ray_tmp in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        found.append(int(pid))
+                except (ProcessLookupError, FileNotFoundError, PermissionError):
                     pass
+            return found
+
+        for pid in ours():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         time.sleep(2)
-        left = []
-        for pid in os.listdir("/proc"):
-            if pid.isdigit():
-                try:
-                    if os.getsid(int(pid)) in own:
-                        left.append(int(pid))
-                except ProcessLookupError:
-                    pass
+        for p in procs.values():
+            try:
+                p.wait(timeout=10)  # reaped: no zombie of ours counts as left
+            except subprocess.TimeoutExpired:
+                pass
+        left = ours()
         report["left_processes"] = left
         report["ok"] = ok
         (work / "report.json").write_text(json.dumps(report))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import os
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from sayuri_async.cluster.ingest import EXISTS, WRITTEN, Ingest
 from sayuri_async.cluster.nodes import mismatch_line
 from sayuri_async.cluster.spool import LOCK, Spool, Uploader
 from sayuri_async.cluster.store import WeightStore
+from sayuri_async.cluster.view import ClusterView
+from sayuri_async.selfplay.report import KINDS
 from sayuri_async.fileio import host_name
 from sayuri_async.net.identity import file_sha256
 
@@ -137,6 +140,7 @@ def test_an_engine_actor_uploads_its_chunks_and_plays_a_published_network(tmp_pa
                  "the published network playing", actor)
         mark = actor.status()["finished"] + len(actor.status()["games"])
         wait_for(lambda: actor.status()["finished"] >= mark + 1, 240, "a game of the new network", actor)
+        view_rows_per_node_and_gpu(actor)
     finally:
         final = actor.stop(timeout_s=120)
     assert final["engine_error"] is None and final["spool_files"] == 0 and final["playing"] is False
@@ -152,6 +156,27 @@ def test_an_engine_actor_uploads_its_chunks_and_plays_a_published_network(tmp_pa
     assert {"random", "net-s000000010"} <= names
     assert file_sha256(tmp_path / "spool" / "networks" / "net-s000000010.safetensors") == file_sha256(net)
     assert not [p for p in (tmp_path / "spool").rglob("*.npz")]  # every chunk left the spool
+
+
+def view_rows_per_node_and_gpu(actor: EngineActor) -> None:
+    """The live view of two nodes, one of them with a GPU: totals with the
+    one-machine verdict, a row per node and per GPU, a node's departure."""
+    out = io.StringIO()
+    view = ClusterView(every=0.0, stream=out)
+    for _ in range(8):
+        st = actor.status()
+        other = {**st, "node": "box-2", "pid": "box-2:1", "gpu": "3"}
+        view.update([st, other], ingest={"written": 5, "duplicates": 0}, generation=1)
+        time.sleep(0.3)
+    text = out.getvalue()
+    assert "total: [" in text and "fleet: 2 engine(s), published generation 1" in text, text
+    assert "  box-1 " in text and "  box-2 " in text and "  box-2/gpu3 " in text, text
+    verdicts = [line.rsplit("| ", 1)[-1] for line in text.splitlines() if "box-1 " in line and "| " in line]
+    assert verdicts and all(v in KINDS for v in verdicts), text
+    view.update([actor.status()])  # box-2 left: its rows go, the totals start again
+    assert set(view.groups) == {"total", "box-1"}
+    view.close([actor.status()], ingest={"written": 5, "duplicates": 1, "bytes": 10}, lost_games=2)
+    assert "games lost with nodes that left: 2" in out.getvalue()
 
 
 def _run_cli(code: str, *args: str) -> subprocess.CompletedProcess:
