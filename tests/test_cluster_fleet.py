@@ -55,7 +55,7 @@ def _problem() -> str | None:
 PROBLEM = _problem()
 
 DRIVER = textwrap.dedent('''\
-    import json, os, signal, socket, subprocess, sys, time
+    import json, os, re, signal, socket, subprocess, sys, time
     from pathlib import Path
     from sayuri_async.chunkfile import peek_chunk
 
@@ -94,6 +94,10 @@ DRIVER = textwrap.dedent('''\
                 pass
         return False
 
+    def every_engine_plays(name):  # the last totals line: the networks the engines play now
+        totals = [line for line in log("fleet").splitlines() if line.startswith("total: ")]
+        return bool(totals) and re.search(rf"  net {name}@[0-9a-f]+  \|", totals[-1]) is not None
+
     def log(name):
         p = work / f"{name}.log"
         return p.read_text(errors="replace") if p.exists() else ""
@@ -103,18 +107,15 @@ DRIVER = textwrap.dedent('''\
             return s.connect_ex(("127.0.0.1", int(port))) == 0
 
     t0 = time.monotonic()
-    sessions = []
     ok = False
     try:
         start("head", ["head", "--bind", "127.0.0.1", "--port", port, "--num-cpus", "1", "--block"])
-        sessions.append(procs["head"].pid)
-        ok = wait(port_open, 180, "head up")
+        ok = wait(lambda: "--block" in log("head") or procs["head"].poll() is not None, 180, "head up")
+        ok = ok and procs["head"].poll() is None and port_open()
         if ok:
-            time.sleep(3)
             start("nodeb", ["join", f"127.0.0.1:{port}", "--bind", "127.0.0.1", "--num-cpus", "1"])
-            sessions.append(procs["nodeb"].pid)
-            ok = wait(lambda: "Ray runtime started" in log("nodeb") or "ray start --block" in log("nodeb")
-                      or "--block" in log("nodeb"), 180, "node b up")
+            ok = wait(lambda: "--block" in log("nodeb") or procs["nodeb"].poll() is not None, 180, "node b up")
+            ok = ok and procs["nodeb"].poll() is None
         if ok:
             start("fleet", ["run", "--address", f"127.0.0.1:{port}", "--config", str(work / "sp.toml"),
                             "--workspace", str(ws), "--spool", str(work / "spool"), "--poll", "1",
@@ -128,6 +129,7 @@ DRIVER = textwrap.dedent('''\
             tmp.write_bytes(net.read_bytes())
             os.replace(tmp, ws / "weights" / net.name)
             ok = wait(lambda: plays(net.stem), 240, "a chunk of the published network")
+            ok = ok and wait(lambda: every_engine_plays(net.stem), 300, "every engine plays it")
         if ok:
             report["chunks_before_kill"] = len(chunks())
             os.killpg(procs["nodeb"].pid, signal.SIGKILL)
@@ -135,8 +137,9 @@ DRIVER = textwrap.dedent('''\
             ok = wait(lambda: "left" in log("fleet"), 120, "node b left")
             n = len(chunks())
             ok = wait(lambda: len(chunks()) >= n + 2, 240, "two more chunks after the kill") and ok
-        (ws / "STOP").touch()
         if "fleet" in procs:
+            ws.mkdir(parents=True, exist_ok=True)
+            (ws / "STOP").touch()
             try:
                 report["fleet_exit"] = procs["fleet"].wait(timeout=240)
             except subprocess.TimeoutExpired:

@@ -19,7 +19,7 @@ import pytest
 from sayuri_async.chunkfile import peek_chunk, read_chunk
 from sayuri_async.cluster.actor import EngineActor
 from sayuri_async.cluster.ingest import EXISTS, WRITTEN, Ingest
-from sayuri_async.cluster.nodes import mismatch_line
+from sayuri_async.cluster.nodes import head_command, join_command, mismatch_line
 from sayuri_async.cluster.spool import LOCK, Spool, Uploader
 from sayuri_async.cluster.store import WeightStore
 from sayuri_async.cluster.view import ClusterView
@@ -98,6 +98,16 @@ def test_version_mismatch_becomes_one_line():
     line = mismatch_line(out)
     assert "\n" not in line and "Python 3.11.7" in line and "Python 3.11.2" in line and "patch" in line
     assert mismatch_line("Ray runtime started.") is None
+
+
+def test_head_and_join_bind_to_the_address_named_with_the_projects_defaults():
+    head = head_command("10.0.0.1", 6379, 4, None, block=False)
+    join = join_command("10.0.0.1:6379", "10.0.0.2", None, 1)
+    for cmd, bind in ((head, "10.0.0.1"), (join, "10.0.0.2")):
+        assert cmd[cmd.index("--node-ip-address") + 1] == bind
+        assert cmd[cmd.index("--object-store-memory") + 1] == "1000000000" and "--disable-usage-stats" in cmd
+    assert head[head.index("--include-dashboard") + 1] == "false" and "--include-dashboard" not in join  # head only
+    assert "--block" in join and "--block" not in head and head[head.index("--num-cpus") + 1] == "4"
 
 
 class LocalLinks:
@@ -220,3 +230,29 @@ def test_one_machine_self_play_never_imports_ray(tmp_path):
                  "--no-tui")
     assert r.returncode == 0, r.stderr
     assert "ray imported: False" in r.stdout
+
+
+@pytest.mark.slow
+def test_the_fleets_trainer_follows_the_workspace_and_a_usage_error_ends_the_run(tmp_path, monkeypatch):
+    from sayuri_async.cluster.fleet import FleetSettings, Trainer
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    bad = tmp_path / "train.toml"
+    bad.write_text("[nonsense]\n")
+    said: list[str] = []
+    settings = FleetSettings(workspace=tmp_path / "ws", selfplay=small_cfg(tmp_path / "x"), spool=str(tmp_path / "sp"),
+                             train_config=str(bad))
+    settings.workspace.mkdir()
+    trainer = Trainer(settings, said.append)
+    cmd = trainer.command()
+    assert cmd[cmd.index("--data") + 1] == str(settings.workspace / "data")
+    assert cmd[cmd.index("--publish") + 1] == str(settings.weights)
+    assert "--follow" in cmd and "--auto-resume" in cmd
+    deadline = time.monotonic() + 300
+    while trainer.fatal is None and time.monotonic() < deadline:
+        trainer.check()
+        time.sleep(0.2)
+    assert trainer.fatal is not None and "usage error" in trainer.fatal and trainer.starts == 1, said
+    assert "sayuri-async train:" in trainer.log_path().read_text()
+    trainer.check()
+    assert trainer.proc is None and trainer.starts == 1  # not started again

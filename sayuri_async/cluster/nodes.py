@@ -46,8 +46,8 @@ def mismatch_line(output: str) -> str | None:
 
 def ray_start(args: list[str]) -> list[str]:
     """The ``ray start`` command line with the defaults (see the vocabulary)."""
-    return [sys.executable, "-m", "ray.scripts.scripts", "start", "--include-dashboard", "false",
-            "--object-store-memory", str(OBJECT_STORE_BYTES), "--disable-usage-stats", *args]
+    return [sys.executable, "-m", "ray.scripts.scripts", "start", "--object-store-memory", str(OBJECT_STORE_BYTES),
+            "--disable-usage-stats", *args]
 
 
 def run_ray_start(command: list[str]) -> int:
@@ -74,7 +74,7 @@ def run_ray_start(command: list[str]) -> int:
 
 
 def head_command(bind: str, port: int, num_cpus: int | None, num_gpus: int | None, block: bool) -> list[str]:
-    args = ["--head", "--node-ip-address", bind, "--port", str(port)]
+    args = ["--head", "--include-dashboard", "false", "--node-ip-address", bind, "--port", str(port)]
     if num_cpus is not None:
         args += ["--num-cpus", str(num_cpus)]
     if num_gpus is not None:

@@ -7,6 +7,9 @@ group       the engines counted together: ``total`` (every engine), a node
             status's ``gpu``). Each group's figures come from
             ``selfplay/report.py``'s ``aggregate``, ``Window`` and
             ``diagnose``: the same figures and verdicts as on one machine.
+devices    a group's devices: each node's GPUs, or its CPU (``devices_key``);
+            device busy and efficiency are per device, as on one machine
+            with several GPUs.
 membership  the engines of a group; when it changes (a node joins or leaves,
             an engine restarts) the group's window starts again, so that no
             rate mixes counters of engines that came or went.
@@ -33,6 +36,11 @@ def group_keys(st: dict) -> list[str]:
     if st.get("gpu"):
         keys.append(f"{st.get('node', '?')}/gpu{st['gpu']}")
     return keys
+
+
+def devices_key(st: dict) -> tuple[str, str]:
+    """The device an engine runs on: its node's GPU, or its node's CPU."""
+    return str(st.get("node", "?")), str(st.get("gpu") or st.get("settings", {}).get("device", "cpu"))
 
 
 class _Group:
@@ -63,7 +71,7 @@ class ClusterView:
             members = frozenset(str(s.get("pid")) for s in sts)
             g = self.groups.get(key)
             if g is None or g.members != members:
-                devices = len({(s.get("node"), s.get("gpu")) for s in sts if s.get("gpu")}) or 1
+                devices = len({devices_key(s) for s in sts}) or 1
                 g = self.groups[key] = _Group(members, devices)
             agg = aggregate(sts)
             g.window.push(agg)
