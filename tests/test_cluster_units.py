@@ -183,10 +183,29 @@ def view_rows_per_node_and_gpu(actor: EngineActor) -> None:
     assert "  box-1 " in text and "  box-2 " in text and "  box-2/gpu3 " in text, text
     verdicts = [line.rsplit("| ", 1)[-1] for line in text.splitlines() if "box-1 " in line and "| " in line]
     assert verdicts and all(v in KINDS for v in verdicts), text
+    tui_text = tui_screen([actor.status(), {**actor.status(), "node": "box-2", "pid": "box-2:1", "gpu": "3"}])
+    assert "total: [" in tui_text and "box-2/gpu3" in tui_text and "node box-2 joined" in tui_text, tui_text
     view.update([actor.status()])  # box-2 left: its rows go, the totals start again
     assert set(view.groups) == {"total", "box-1"}
     view.close([actor.status()], ingest={"written": 5, "duplicates": 1, "bytes": 10}, lost_games=2)
     assert "games lost with nodes that left: 2" in out.getvalue()
+
+
+def tui_screen(statuses: list[dict]) -> str:
+    """What the rich view draws for these statuses (three updates apart)."""
+    from rich.console import Console
+
+    from sayuri_async.cluster.tui import ClusterTui
+
+    tui = ClusterTui(console=Console(file=io.StringIO(), width=240, force_terminal=False))
+    tui.event("node box-2 joined: 1 engine(s) on 1 GPU(s)")
+    for _ in range(3):
+        tui.update(statuses, ingest={"written": 5, "duplicates": 0}, generation=1)
+        time.sleep(0.3)
+    screen = Console(file=io.StringIO(), width=240, record=True)
+    screen.print(tui.render())
+    tui.close(statuses)
+    return screen.export_text()
 
 
 def _run_cli(code: str, *args: str) -> subprocess.CompletedProcess:
@@ -256,3 +275,27 @@ def test_the_fleets_trainer_follows_the_workspace_and_a_usage_error_ends_the_run
     assert "sayuri-async train:" in trainer.log_path().read_text()
     trainer.check()
     assert trainer.proc is None and trainer.starts == 1  # not started again
+
+
+def test_a_failed_trainer_is_started_again_and_one_that_finished_is_not(tmp_path, monkeypatch):
+    from sayuri_async.cluster import fleet
+    from sayuri_async.cluster.fleet import FleetSettings, Trainer
+
+    monkeypatch.setattr(fleet, "TRAINER_RESTART_S", 0.0)
+    settings = FleetSettings(workspace=tmp_path, selfplay=small_cfg(tmp_path / "x"), spool=str(tmp_path / "sp"),
+                             train_config="train.toml")
+    said: list[str] = []
+    trainer = Trainer(settings, said.append)
+    runs = tmp_path / "runs"
+    # the first start fails (a crash), the second ends by itself
+    script = f"import os, sys; p = {str(runs)!r}; n = len(open(p).read()) if os.path.exists(p) else 0; " \
+             f"open(p, 'a').write('x'); sys.exit(1 if n == 0 else 0)"
+    monkeypatch.setattr(trainer, "command", lambda: [sys.executable, "-c", script])
+    deadline = time.monotonic() + 60
+    while not trainer.finished and time.monotonic() < deadline:
+        trainer.check()
+        time.sleep(0.05)
+    assert trainer.starts == 2 and trainer.finished and trainer.fatal is None, said
+    assert "exited with status 1" in said[0] and "--auto-resume" in said[0] and "finished" in said[1]
+    trainer.check()
+    assert trainer.starts == 2

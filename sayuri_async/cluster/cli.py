@@ -6,7 +6,8 @@ head        start this machine as the cluster's head (``nodes.py``'s defaults).
 join        join a head and stay in the cluster until the node leaves.
 run         the fleet driver (``fleet.py``) on a machine of the cluster,
             normally the head: engines on every node, chunks into
-            ``--workspace``, the trainer, the live view. Ctrl-C, SIGTERM or
+            ``--workspace``, the trainer, the live view (rich on a
+            terminal, plain blocks of lines otherwise). Ctrl-C, SIGTERM or
             ``<workspace>/STOP`` stops it with whole files only.
 
 Every command needs Ray (``pip install 'sayuri-async[cluster]'``); without it
@@ -54,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--spool", help=f"each node's local folder for finished files (default {default_spool()})")
     r.add_argument("--cpu-engines", type=int, default=1, help="engines on a node without GPUs (default 1)")
     r.add_argument("--poll", type=float, default=5.0, help="seconds between engines' looks for a new network")
-    r.add_argument("--view-every", type=float, default=5.0, help="seconds between live-view blocks")
+    r.add_argument("--view-every", type=float, default=5.0, help="seconds between blocks of the plain view")
+    r.add_argument("--no-tui", action="store_true", help="plain blocks of lines instead of the live view")
     return p
 
 
@@ -96,7 +98,12 @@ def run(args) -> int:
 
     settings = FleetSettings(workspace=Path(args.workspace), selfplay=cfg, spool=args.spool or default_spool(),
                              train_config=args.train_config, cpu_engines=args.cpu_engines, poll_s=args.poll)
-    view = ClusterView(every=args.view_every, leaves_per_await=cfg.search.leaves_per_await)
+    if not args.no_tui and sys.stdout.isatty():
+        from .tui import ClusterTui
+
+        view: ClusterView = ClusterTui(leaves_per_await=cfg.search.leaves_per_await)
+    else:
+        view = ClusterView(every=args.view_every, leaves_per_await=cfg.search.leaves_per_await)
     ray.init(address=args.address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
     fleet = Fleet(settings, ray, view, say=lambda text: print(text, file=sys.stderr, flush=True))
 

@@ -19,6 +19,7 @@ event       a node joined or left (with the games it lost), a network
             published or refused: printed at once, with the time.
 ClusterView  ``update(statuses, ingest, generation)`` about every second,
             printing every ``every`` seconds; ``close(...)`` the summary.
+            ``tui.py`` draws the same rows (``row_cells``) with rich.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import time
 from ..selfplay.report import Window, aggregate, diagnose, plain_line, summary_lines
 
 TOTAL = "total"
+ROW_COLUMNS = ("group", "engines", "games", "evals/s", "eff", "fill", "loop", "games/s", "network", "verdict")
 
 
 def group_keys(st: dict) -> list[str]:
@@ -89,20 +91,41 @@ class ClusterView:
             return out
         r = self.groups[TOTAL].window.recent()
         out.append(f"{TOTAL}: " + plain_line(agg, r, self.leaves))
-        for key in sorted(k for k in self.groups if k != TOTAL):
+        for key in self.groups_in_order():
             out.append(self._row(key))
         return out
 
     def _row(self, key: str) -> str:
+        c = self.row_cells(key)
+        head = f"  {c[0]:<24} engines {c[1]:>2}  games {c[2]:>5}"
+        if c[3] == "":
+            return f"{head}  warming up  net {c[8]}"
+        return (f"{head}  evals/s {c[3]:>8}  eff {c[4]:>4}  fill {c[5]:>4}  loop {c[6]:>4}  "
+                f"games/s {c[7]:>6}  net {c[8]}  | {c[9]}")
+
+    def row_cells(self, key: str) -> list[str]:
+        """A group's row as ``ROW_COLUMNS`` texts; figures empty while it warms up."""
         agg, r = self.last_agg[key], self.groups[key].window.recent()
         settings = {**agg["settings"], "leaves_per_await": self.leaves}
-        head = f"  {key:<24} engines {agg['loops']:2d}  games {agg['finished']:5d}"
+        net = agg.get("network") or "-"
         if not r or r.get("warming"):
-            return f"{head}  warming up  net {agg.get('network') or '-'}"
+            return [key, str(agg["loops"]), str(agg["finished"]), "", "", "", "", "", net, "warming up"]
         eff = r.get("device_efficiency")
-        return (f"{head}  evals/s {r['nnEvals/s']:8.0f}  eff {'-' if eff is None else f'{eff:.0%}':>4}  "
-                f"fill {r.get('batch_fill', 0.0):4.0%}  loop {r.get('loop_busy_max', r['loop_busy']):4.0%}  "
-                f"games/s {r['games/s']:6.2f}  net {agg.get('network') or '-'}  | {diagnose(r, settings).kind}")
+        return [key, str(agg["loops"]), str(agg["finished"]), f"{r['nnEvals/s']:.0f}",
+                "-" if eff is None else f"{eff:.0%}", f"{r.get('batch_fill', 0.0):.0%}",
+                f"{r.get('loop_busy_max', r['loop_busy']):.0%}", f"{r['games/s']:.2f}", net,
+                diagnose(r, settings).kind]
+
+    def groups_in_order(self) -> list[str]:
+        """Every node, each followed by its GPUs (the totals apart)."""
+        return sorted(k for k in self.groups if k != TOTAL)
+
+    def fleet_line(self, statuses: list[dict], ingest: dict | None, generation: int) -> str:
+        tail = ""
+        if ingest:
+            tail = f"  ingest {ingest.get('written', 0)} file(s), {ingest.get('duplicates', 0)} duplicate(s)"
+        spool = sum(int(s.get("spool_files", 0)) for s in statuses)
+        return f"fleet: {len(statuses)} engine(s), published generation {generation}, spools {spool} file(s){tail}"
 
     def update(self, statuses: list[dict], ingest: dict | None = None, generation: int = 0) -> None:
         self._push(statuses)
@@ -110,12 +133,7 @@ class ClusterView:
         if now - self._last < self.every or not statuses:
             return
         self._last = now
-        tail = ""
-        if ingest:
-            tail = f"  ingest {ingest.get('written', 0)} file(s), {ingest.get('duplicates', 0)} duplicate(s)"
-        spool = sum(int(s.get("spool_files", 0)) for s in statuses)
-        self.event(f"fleet: {len(statuses)} engine(s), published generation {generation}, "
-                   f"spools {spool} file(s){tail}")
+        self.event(self.fleet_line(statuses, ingest, generation))
         for line in self.rows():
             print(line, file=self.stream, flush=True)
 
