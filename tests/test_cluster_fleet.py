@@ -96,7 +96,7 @@ DRIVER = textwrap.dedent('''\
 
     def every_engine_plays(name):  # the last totals line: the networks the engines play now
         totals = [line for line in log("fleet").splitlines() if line.startswith("total: ")]
-        return bool(totals) and re.search(rf"  net {name}@[0-9a-f]+  \|", totals[-1]) is not None
+        return bool(totals) and re.search(rf"  net {name}@[0-9a-f]+  [|]", totals[-1]) is not None
 
     def log(name):
         p = work / f"{name}.log"

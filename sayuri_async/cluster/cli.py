@@ -22,10 +22,39 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..configfile import ConfigError
-from ..usererror import ArgumentParser, UserError, answered, at_least, input_file, output_folder, stopped_by
+from dataclasses import dataclass
+
+from ..configfile import ConfigError, between, from_options
+from ..usererror import ArgumentParser, UserError, answered, input_file, output_folder, stopped_by
 from . import NAMESPACE, import_ray
 from .nodes import DEFAULT_PORT, head_command, join_command, run_ray_start
+
+
+@dataclass
+class NodeOptions:
+    """``head`` and ``join``'s numbers, range-checked as every setting is
+    (``configfile``): an error names the option."""
+    port: int = DEFAULT_PORT
+    num_cpus: int | None = None
+    num_gpus: int | None = None
+
+    def __post_init__(self) -> None:
+        between(self, 1, 65_535, "port")
+        for key in ("num_cpus", "num_gpus"):
+            if getattr(self, key) is not None:
+                between(self, 0, 100_000, key)
+
+
+@dataclass
+class RunOptions:
+    """``run``'s numbers (see NodeOptions)."""
+    cpu_engines: int = 1
+    poll: float = 5.0
+    view_every: float = 5.0
+
+    def __post_init__(self) -> None:
+        between(self, 0, 1024, "cpu_engines")
+        between(self, 0.1, 3600, "poll", "view_every")
 
 
 def default_spool() -> str:
@@ -61,9 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_run(args) -> None:
-    at_least("--cpu-engines", args.cpu_engines, 0)
-    if not 0.1 <= args.poll <= 3600:
-        raise UserError(f"--poll {args.poll}: between 0.1 and 3600 seconds")
+    from_options(RunOptions, {"cpu_engines": args.cpu_engines, "poll": args.poll, "view_every": args.view_every})
     input_file(args.config, "--config", "self-play config")
     if args.train_config is not None:
         input_file(args.train_config, "--train-config", "training config")
@@ -72,9 +99,15 @@ def _check_run(args) -> None:
 
 @answered("cluster")
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        parser.error(f"unrecognized arguments: {argv[0]} (the first argument is head, join or run)")
+    args = parser.parse_args(argv)
     if args.action == "run":
         return run(args)
+    from_options(NodeOptions, {"port": getattr(args, "port", None), "num_cpus": args.num_cpus,
+                               "num_gpus": args.num_gpus})
     import_ray()  # one line saying what to install, before ray start's own error
     if args.action == "head":
         code = run_ray_start(head_command(args.bind, args.port, args.num_cpus, args.num_gpus, args.block))
