@@ -8,6 +8,7 @@ import fcntl
 import hashlib
 import io
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -230,6 +231,18 @@ def test_the_cluster_commands_without_ray_say_what_to_install_in_one_line(tmp_pa
         lines = r.stderr.strip().splitlines()
         assert lines == ["sayuri-async cluster: the cluster mode needs Ray: pip install 'sayuri-async[cluster]'"], \
             r.stderr
+
+
+def test_a_cluster_address_where_nothing_answers_is_one_line(tmp_path, capsys):
+    from sayuri_async.cli import main
+
+    with socket.socket() as s:  # a port of this machine that nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    status = main(["cluster", "run", "--address", f"127.0.0.1:{port}", "--config", str(ROOT / "configs" / "selfplay-9x9.toml"),
+                   "--workspace", str(tmp_path / "ws"), "--no-tui"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and f"--address 127.0.0.1:{port}: nothing answers there" in err[0], err
 
 
 @pytest.mark.slow

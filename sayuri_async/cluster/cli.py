@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from ..configfile import ConfigError, between, from_options
 from ..usererror import ArgumentParser, UserError, answered, input_file, output_folder, stopped_by
 from . import NAMESPACE, import_ray
-from .nodes import DEFAULT_PORT, head_command, join_command, run_ray_start
+from .nodes import DEFAULT_PORT, head_command, join_command, mismatch_line, run_ray_start
 
 
 @dataclass
@@ -55,6 +56,19 @@ class RunOptions:
     def __post_init__(self) -> None:
         between(self, 0, 1024, "cpu_engines")
         between(self, 0.1, 3600, "poll", "view_every")
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """UserError when nothing answers at ``HOST:PORT`` (Ray itself would
+    retry for minutes); ``auto`` and other forms are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise UserError(f"--address {address}: nothing answers there ({e.strerror or e}); "
+                        "is `sayuri-async cluster head` running on that machine?") from None
 
 
 def default_spool() -> str:
@@ -137,7 +151,12 @@ def run(args) -> int:
         view: ClusterView = ClusterTui(leaves_per_await=cfg.search.leaves_per_await)
     else:
         view = ClusterView(every=args.view_every, leaves_per_await=cfg.search.leaves_per_await)
-    ray.init(address=args.address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
+    check_reachable(args.address)
+    try:
+        ray.init(address=args.address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        why = mismatch_line(str(e)) or " ".join(str(e).split())[:300]
+        raise UserError(f"--address {args.address}: cannot join the cluster: {why}") from None
     fleet = Fleet(settings, ray, view, say=lambda text: print(text, file=sys.stderr, flush=True))
 
     def on_signal(signum: int, _frame) -> None:
