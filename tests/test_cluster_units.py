@@ -239,7 +239,8 @@ def test_a_cluster_address_where_nothing_answers_is_one_line(tmp_path, capsys):
     with socket.socket() as s:  # a port of this machine that nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    status = main(["cluster", "run", "--address", f"127.0.0.1:{port}", "--config", str(ROOT / "configs" / "selfplay-9x9.toml"),
+    config = str(ROOT / "configs" / "selfplay-9x9.toml")
+    status = main(["cluster", "run", "--address", f"127.0.0.1:{port}", "--config", config,
                    "--workspace", str(tmp_path / "ws"), "--no-tui"])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1 and f"--address 127.0.0.1:{port}: nothing answers there" in err[0], err
