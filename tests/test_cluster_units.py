@@ -93,6 +93,26 @@ def test_the_uploader_deletes_only_acknowledged_files_and_adopts_dead_spools(tmp
     spool.close()
 
 
+def test_the_store_follower_takes_each_new_network_once_even_from_a_restarted_store(tmp_path):
+    from sayuri_async.cluster.actor import StoreFollower
+
+    links = LocalLinks(tmp_path / "ws")
+    follower = StoreFollower(links, tmp_path / "networks", poll_s=1.0)
+    assert follower.poll() is None  # nothing published yet
+    a, b = b"network a", b"network b"
+    links.store.publish("a", hashlib.sha256(a).hexdigest(), a)
+    path, network = follower.poll()
+    assert path.read_bytes() == a and network.name == "a" and follower.generation == 1
+    assert follower.poll() is None
+    links.store = WeightStore()  # Ray restarted the store: empty, then the driver publishes again
+    links.store.publish("a", hashlib.sha256(a).hexdigest(), a)
+    assert follower.poll() is None and follower.generation == 1  # the same network: nothing to do
+    links.store = WeightStore()
+    links.store.publish("b", hashlib.sha256(b).hexdigest(), b)  # generation 1 again, another network
+    path, network = follower.poll()
+    assert path.read_bytes() == b and network.name == "b"
+
+
 def test_version_mismatch_becomes_one_line():
     out = ("RuntimeError: Version mismatch: The cluster was started with:\n    Ray: 2.60.0\n    Python: 3.11.7\n"
            "This process on node 10.0.0.2 was started with:\n    Ray: 2.60.0\n    Python: 3.11.2\n")

@@ -18,7 +18,8 @@ links       how an actor reaches the fleet's services: ``put(kind, name,
             tests pass objects of their own.
 StoreFollower  ``selfplay/follow.py``'s WeightsFollower asking the store,
             not a folder: a thread that asks ``current()`` every ``poll_s`` seconds;
-            on a new generation it fetches the bytes once, checks their
+            on a network other than its own (by sha256: a restarted store
+            counts generations from 1 again) it fetches the bytes once, checks their
             sha256, writes them to the node's network folder (temporary name,
             then rename; a copy already there with the right sha256 is used
             as it is) and queues a ``{"network": {"path", "name", "sha256"}}``
@@ -101,7 +102,10 @@ class StoreFollower(WeightsFollower):
         """One look: the new network as a local file, or None."""
         pub = self.links.current()
         self.error = None
-        if pub is None or pub.generation <= self.generation:
+        if pub is None:
+            return None
+        if self.current is not None and pub.sha256 == self.current.sha256:
+            self.generation = pub.generation
             return None
         path = self.folder / f"{pub.name}.safetensors"
         if not (path.is_file() and file_sha256(path) == pub.sha256):

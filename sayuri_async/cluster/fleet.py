@@ -25,7 +25,8 @@ trainer     ``sayuri-async train --follow`` (``--auto-resume``) on the
             ends by itself (its ``--steps`` reached) self-play goes on.
 publication every ``PUBLISH_EVERY_S`` the newest good file of
             ``<workspace>/weights`` (``selfplay/follow.py``'s rule and check)
-            goes to WeightStore, which the engines poll.
+            goes to WeightStore, which the engines poll; a store that Ray
+            restarted (empty) gets it again.
 stop        SIGINT, SIGTERM or a file ``<workspace>/STOP``: the trainer is
             stopped, every engine ends its games in flight and uploads its
             spool, then the fleet's actors are ended. Only whole files are
@@ -238,6 +239,8 @@ class Fleet:
 
     # ---- publication --------------------------------------------------------
     def publish_new(self) -> None:
+        if self.published is not None and self.ray.get(self.store.current.remote()) is None:
+            self.published = None  # the store was restarted empty: publish the newest again
         cand = newest_weights(self.settings.weights)
         if cand is None or cand == self.published:
             return
