@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export": ("sayuri_async.sayuri.export", "write a (trained) Sayuri network as a Sayuri weights file"),
     "import-sgf": ("sayuri_async.sgf_import", "turn SGF game records into training chunks"),
     "plot": ("sayuri_async.train.plot", "draw loss and learning-rate curves from a training log"),
+    "cluster": ("sayuri_async.cluster.cli", "self-play on a Ray cluster feeding one trainer (needs the [cluster] extra)"),
 }
 
 

@@ -16,6 +16,9 @@ parent watch  ``die_with_parent(parent_pid, signum, grace_s)``, called first
 spawning thread  Linux sends the death signal when the *thread* that started
               the child exits: start children from a thread that lives as
               long as they should (the main thread, in this project).
+subprocess  ``end_with_this_process(signum)``: the same kernel request as a
+              ``preexec_fn``, for a child that runs a command of its own (the
+              cluster fleet's trainer).
 stop signals  ``stop_on_signals(loop, stop)``: SIGINT and SIGTERM call
               ``stop(signum)`` (a clean stop), through the event loop where it
               can watch signals, else through a plain handler.
@@ -51,6 +54,12 @@ def _set_pdeathsig(signum: int) -> bool:
         return libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def end_with_this_process(signum: int = signal.SIGTERM) -> Callable[[], None]:
+    """A ``preexec_fn`` for ``subprocess.Popen``: the child gets ``signum``
+    when the thread that started it ends (Linux; see "spawning thread")."""
+    return lambda: None if _set_pdeathsig(signum) else None
 
 
 def parent_alive(parent_pid: int) -> bool:

@@ -40,7 +40,11 @@ BASES = {
     "tune": "tune --out {dir}/tune",
     "import-data": "import-data {afile} -o {dir}/d",
     "import-sgf": "import-sgf {sgfdir} -o {dir}/sgfo",
+    "head": "cluster head --bind 127.0.0.1",
+    "join": "cluster join 127.0.0.1:1 --bind 127.0.0.1",
+    "run": "cluster run --address 127.0.0.1:1 --config configs/selfplay-9x9.toml --workspace {dir}/cws",
 }
+COMMAND_OF = {"head": "cluster", "join": "cluster", "run": "cluster"}  # a subcommand's parser: its command
 INT_BAD = ("nan", "-5", HUGE)
 FLOAT_BAD = ("nan", "inf", "-5", "1e30")
 OPTIONS = {
@@ -62,9 +66,12 @@ OPTIONS = {
              "--batch": INT_BAD, "--games": INT_BAD + ("infx", "1e9x"), "--procs": INT_BAD},
     "import-data": {"--generation": INT_BAD + ("99999999999",), "--chunk-positions": INT_BAD, "--jobs": INT_BAD},
     "import-sgf": {"--board": INT_BAD, "--chunk-games": INT_BAD, "--komi": ("nan", "inf", "-1000", "1e30")},
+    "head": {"--port": INT_BAD + ("70000",), "--num-cpus": INT_BAD, "--num-gpus": INT_BAD},
+    "join": {"--num-cpus": INT_BAD, "--num-gpus": INT_BAD},
+    "run": {"--cpu-engines": INT_BAD, "--poll": FLOAT_BAD, "--view-every": FLOAT_BAD},
 }
-CASES = [(f"{BASES[c]} {opt} {v}", c, opt) for c, opts in OPTIONS.items() for opt, values in opts.items()
-         for v in values]
+CASES = [(f"{BASES[c]} {opt} {v}", COMMAND_OF.get(c, c), opt) for c, opts in OPTIONS.items()
+         for opt, values in opts.items() for v in values]
 # a line names a range, a limit or what the value must be
 RANGE = re.compile(r"at least|at most|\bin [\[(]-?\d|must be finite|must be a |outside \d|\d+\.\.\d+|"
                    r"invalid (int|float) value|a winrate in|whole numbers|0 < N <= 1000|must name|\) or more")

@@ -133,6 +133,15 @@ CASES = [
     ("import-sgf {dir} -o {afile}", ["-o", "not a folder"]),
     ("import-sgf {dir} -o {dir}/sgfout --board 30", ["--board 30"]),
     ("import-sgf {dir} -o {dir}/sgfout --chunk-games 0", ["--chunk-games", "at least 1"]),
+    # cluster
+    ("cluster run --address 127.0.0.1:1 --config {missing} --workspace {dir}/cws", ["{missing}", "no such"]),
+    ("cluster run --address 127.0.0.1:1 --config {latin1} --workspace {dir}/cws", ["latin1.toml", "not UTF-8"]),
+    ("cluster run --address 127.0.0.1:1 --config configs/selfplay-9x9.toml --workspace {afile}",
+     ["--workspace", "not a folder"]),
+    ("cluster run --address 127.0.0.1:1 --config configs/selfplay-9x9.toml --workspace {dir}/cws "
+     "--train-config {missing}", ["--train-config", "no such"]),
+    ("cluster head --bind 127.0.0.1 --port 0", ["--port", "at least 1"]),
+    ("cluster fly", ["invalid choice"]),
     # the dispatcher
     ("bench", ["unknown command 'bench'"]),
 ]

@@ -1,0 +1,232 @@
+"""``sayuri-async cluster``: a real two-node Ray cluster on this machine.
+
+Everything Ray runs happens inside a network namespace that has only ``lo``
+(``unshare -n``, as root): Ray turns 127.0.0.1 into the machine's main
+address and listens on every interface otherwise. Without the namespace, or
+without Ray, the test skips, saying why.
+
+One run (``DRIVER``, inside the namespace): a head (``cluster head``) and a
+second node (``cluster join``), each in a process session of its own; the
+fleet (``cluster run``) with one engine per node, 7x7, the random network;
+a network dropped into ``<workspace>/weights`` mid-run, as ``train --follow``
+publishes it; node B killed mid-run (its whole session, SIGKILL, as a
+machine dies); then the STOP file. Every Ray process is ended by its session
+and the temporary folder removed. The test checks the workspace and the
+fleet's log afterwards.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sayuri_async.chunkfile import peek_chunk, read_chunk
+
+from test_follow_weights import save_net
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _problem() -> str | None:
+    if not sys.platform.startswith("linux"):
+        return "network namespaces are Linux's"
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return "needs Ray (pip install 'sayuri-async[cluster]')"
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return "needs unshare and ip (util-linux, iproute2)"
+    try:
+        probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True,
+                               text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unshare -n failed: {e}"
+    if probe.returncode != 0:
+        return f"cannot make a loopback-only network namespace (root needed): {probe.stderr.strip()[:120]}"
+    return None
+
+
+PROBLEM = _problem()
+
+DRIVER = textwrap.dedent('''\
+    import json, os, re, signal, socket, subprocess, sys, time
+    from pathlib import Path
+    from sayuri_async.chunkfile import peek_chunk
+
+    work, net = Path(sys.argv[1]), Path(sys.argv[2])
+    ws, port = work / "ws", "6411"
+    cli = [sys.executable, "-m", "sayuri_async", "cluster"]
+    report = {"events": []}
+    procs = {}
+
+    def say(text):
+        report["events"].append(f"{time.monotonic() - t0:6.1f}s {text}")
+
+    def start(name, args):
+        log = open(work / f"{name}.log", "w")
+        procs[name] = subprocess.Popen(cli + args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait(cond, seconds, what):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if cond():
+                say(what)
+                return True
+            time.sleep(0.5)
+        say(f"TIMEOUT {what}")
+        return False
+
+    def chunks():
+        return sorted((ws / "data").glob("*.npz")) if (ws / "data").is_dir() else []
+
+    def plays(name):
+        for p in chunks():
+            try:
+                if any(n["name"] == name for n in peek_chunk(p)[1]["networks"]):
+                    return True
+            except Exception:
+                pass
+        return False
+
+    def every_engine_plays(name):  # the last totals line: the networks the engines play now
+        totals = [line for line in log("fleet").splitlines() if line.startswith("total: ")]
+        return bool(totals) and re.search(rf"  net {name}@[0-9a-f]+  [|]", totals[-1]) is not None
+
+    def log(name):
+        p = work / f"{name}.log"
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    def port_open():
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", int(port))) == 0
+
+    t0 = time.monotonic()
+    ok = False
+    try:
+        start("head", ["head", "--bind", "127.0.0.1", "--port", port, "--num-cpus", "1", "--block"])
+        ok = wait(lambda: "--block" in log("head") or procs["head"].poll() is not None, 180, "head up")
+        ok = ok and procs["head"].poll() is None and port_open()
+        if ok:
+            start("nodeb", ["join", f"127.0.0.1:{port}", "--bind", "127.0.0.1", "--num-cpus", "1"])
+            ok = wait(lambda: "--block" in log("nodeb") or procs["nodeb"].poll() is not None, 180, "node b up")
+            ok = ok and procs["nodeb"].poll() is None
+        if ok:
+            start("fleet", ["run", "--address", f"127.0.0.1:{port}", "--config", str(work / "sp.toml"),
+                            "--workspace", str(ws), "--spool", str(work / "spool"), "--poll", "1",
+                            "--view-every", "3"])
+            ok = wait(lambda: log("fleet").count("joined") >= 2, 180, "two nodes joined")
+        if ok:
+            ok = wait(lambda: len(chunks()) >= 4, 300, "four chunks")
+        if ok:
+            (ws / "weights").mkdir(parents=True, exist_ok=True)
+            tmp = ws / "weights" / f".{net.name}.tmp"
+            tmp.write_bytes(net.read_bytes())
+            os.replace(tmp, ws / "weights" / net.name)
+            ok = wait(lambda: plays(net.stem), 240, "a chunk of the published network")
+            ok = ok and wait(lambda: every_engine_plays(net.stem), 300, "every engine plays it")
+        if ok:
+            report["chunks_before_kill"] = len(chunks())
+            os.killpg(procs["nodeb"].pid, signal.SIGKILL)
+            say("node b killed")
+            ok = wait(lambda: "left" in log("fleet"), 120, "node b left")
+            n = len(chunks())
+            ok = wait(lambda: len(chunks()) >= n + 2, 240, "two more chunks after the kill") and ok
+        if "fleet" in procs:
+            ws.mkdir(parents=True, exist_ok=True)
+            (ws / "STOP").touch()
+            try:
+                report["fleet_exit"] = procs["fleet"].wait(timeout=240)
+            except subprocess.TimeoutExpired:
+                say("TIMEOUT fleet stop")
+                procs["fleet"].kill()
+    finally:
+        for name, p in procs.items():
+            if p.poll() is None and name != "fleet":
+                p.send_signal(signal.SIGTERM)  # ray start --block ends its node on SIGTERM
+        time.sleep(5)
+        own = {p.pid for p in procs.values()}
+        ray_tmp = os.environ["RAY_TMPDIR"].encode()
+
+        def ours():  # the nodes' sessions (raylet, workers, monitors), and anything naming their folder
+            found = []
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit() or int(pid) == os.getpid():
+                    continue
+                try:
+                    if os.getsid(int(pid)) in own or ray_tmp in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        found.append(int(pid))
+                except (ProcessLookupError, FileNotFoundError, PermissionError):
+                    pass
+            return found
+
+        for pid in ours():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(2)
+        for p in procs.values():
+            try:
+                p.wait(timeout=10)  # reaped: no zombie of ours counts as left
+            except subprocess.TimeoutExpired:
+                pass
+        left = ours()
+        report["left_processes"] = left
+        report["ok"] = ok
+        (work / "report.json").write_text(json.dumps(report))
+''')
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(PROBLEM is not None, reason=str(PROBLEM))
+def test_a_two_node_fleet_survives_a_node_and_plays_a_published_network(tmp_path):
+    work = Path(os.path.realpath(tmp_path))
+    net = save_net(work / "net-s000000010.safetensors", 7)
+    (work / "sp.toml").write_text(textwrap.dedent("""\
+        [selfplay]
+        board_sizes = [7]
+        playouts = 4
+        parallel_games = 2
+        batch_size = 2
+        chunk_games = 1
+        writer_process = false
+        seed = 3
+        [search]
+        edge_capacity = 20000
+    """))
+    (work / "driver.py").write_text(DRIVER)
+    ray_tmp = Path("/tmp") / f"ray-{os.getpid()}"  # short: Ray's socket paths must fit in 107 bytes
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "RAY_TMPDIR": str(ray_tmp)}
+    try:
+        run = subprocess.run(["unshare", "-n", "sh", "-c", f'ip link set lo up && exec "{sys.executable}" '
+                              f'"{work / "driver.py"}" "{work}" "{net}"'], env=env, cwd=ROOT,
+                             capture_output=True, text=True, timeout=1500)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    report = json.loads((work / "report.json").read_text())
+    fleet_log = (work / "fleet.log").read_text(errors="replace") if (work / "fleet.log").exists() else ""
+    why = f"{report['events']}\n{fleet_log[-3000:]}\n{run.stderr[-2000:]}"
+    assert report["ok"], why
+    assert report["left_processes"] == [], why
+    assert report.get("fleet_exit") == 0, why
+    assert fleet_log.count("joined") == 2 and "left: " in fleet_log and "game(s) in progress lost" in fleet_log, why
+    assert "published net-s000000010@" in fleet_log and "stopping (STOP file)" in fleet_log, why
+    data = work / "ws" / "data"
+    files = sorted(data.iterdir())
+    assert files and all(p.suffix == ".npz" and not p.name.startswith(".") for p in files), files
+    networks = set()
+    for p in files:
+        read_chunk(p)  # whole and readable
+        meta = peek_chunk(p)[1]
+        assert meta["host"], p
+        networks |= {n["name"] for n in meta["networks"]}
+    assert {"random", "net-s000000010"} <= networks
+    assert "files left in spools: 0" in fleet_log, fleet_log[-1500:]  # a put retried after its answer was lost
+    # is refused as a duplicate: every name on disk once, every file whole
+    assert not [p for p in (work / "spool").rglob("*.npz")]  # node b's leftovers were adopted and uploaded

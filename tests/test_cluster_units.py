@@ -1,0 +1,335 @@
+"""The cluster mode's pieces without a cluster: Ingest, WeightStore, the
+spool and its uploader, an EngineActor in this process with its services
+as plain objects, the one-line answers, and Ray staying out of one-machine
+runs."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import io
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from sayuri_async.chunkfile import peek_chunk, read_chunk
+from sayuri_async.cluster.actor import EngineActor
+from sayuri_async.cluster.ingest import EXISTS, WRITTEN, Ingest
+from sayuri_async.cluster.nodes import head_command, join_command, mismatch_line
+from sayuri_async.cluster.spool import LOCK, Spool, Uploader
+from sayuri_async.cluster.store import WeightStore
+from sayuri_async.cluster.view import ClusterView
+from sayuri_async.selfplay.report import KINDS
+from sayuri_async.fileio import host_name
+from sayuri_async.net.identity import file_sha256
+
+from test_follow_weights import save_net, small_cfg
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+
+
+def test_ingest_writes_each_name_once_and_whole(tmp_path):
+    ingest = Ingest(str(tmp_path / "ws"))
+    assert ingest.put("data", "chunk-000000-a-p0-1.npz", b"first") == WRITTEN
+    assert ingest.put("data", "chunk-000000-a-p0-1.npz", b"second") == EXISTS  # a retried put
+    assert (tmp_path / "ws" / "data" / "chunk-000000-a-p0-1.npz").read_bytes() == b"first"
+    assert ingest.put("sgf", "game-1.sgf", b"(;)") == WRITTEN
+    for kind, name in (("data", "../escape.npz"), ("data", ".hidden.tmp"), ("checkpoints", "x.pt"), ("data", "a/b")):
+        with pytest.raises(ValueError):
+            ingest.put(kind, name, b"x")
+    assert ingest.stats() == {"written": 2, "duplicates": 1, "bytes": 8}
+    assert sorted(p.name for p in (tmp_path / "ws").rglob("*") if p.is_file()) == \
+        ["chunk-000000-a-p0-1.npz", "game-1.sgf"]
+
+
+def test_the_weight_store_checks_bytes_and_counts_generations():
+    store = WeightStore()
+    assert store.current() is None and store.fetch(1) is None
+    a, b = b"net a", b"net b"
+    with pytest.raises(ValueError, match="sha256"):
+        store.publish("a", hashlib.sha256(b).hexdigest(), a)
+    assert store.publish("a", hashlib.sha256(a).hexdigest(), a) == 1
+    assert store.publish("a", hashlib.sha256(a).hexdigest(), a) == 1  # the same network again
+    assert store.publish("b", hashlib.sha256(b).hexdigest(), b) == 2
+    assert store.current().name == "b" and store.fetch(2) == b and store.fetch(1) is None
+
+
+def test_the_uploader_deletes_only_acknowledged_files_and_adopts_dead_spools(tmp_path):
+    root = tmp_path / "spool"
+    dead = root / "engine-dead-0"
+    (dead / "data").mkdir(parents=True)
+    (dead / LOCK).touch()  # nobody holds it: its actor died
+    (dead / "data" / "chunk-old.npz").write_bytes(b"old")
+    alive = root / "engine-alive-0"
+    (alive / "data").mkdir(parents=True)
+    (alive / "data" / "chunk-alive.npz").write_bytes(b"alive")
+    fd = os.open(alive / LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a live actor of the node (an open file of its own: flock is per open file)
+    spool = Spool(root, "engine-me-0")
+    (spool.folder / "data" / "chunk-mine.npz").write_bytes(b"mine")
+    (spool.folder / "data" / ".chunk-half.npz.1-abcdef01-abcdef01.tmp").write_bytes(b"half")
+    got: dict[str, bytes] = {}
+    failing = [True]
+
+    def put(kind, name, data):
+        if failing[0]:
+            raise ConnectionError("ingest restarting")
+        got[name] = data
+        return WRITTEN
+
+    up = Uploader(spool, put)
+    assert not up.upload_pass() and up.pending() == 1 and "ingest restarting" in up.error
+    failing[0] = False
+    assert up.upload_pass() and up.error is None
+    assert got == {"chunk-mine.npz": b"mine", "chunk-old.npz": b"old"}  # not the live actor's, not the temp
+    assert not dead.exists() and (alive / "data" / "chunk-alive.npz").exists() and up.uploaded == 2
+    os.close(fd)
+    spool.close()
+
+
+def test_the_store_follower_takes_each_new_network_once_even_from_a_restarted_store(tmp_path):
+    from sayuri_async.cluster.actor import StoreFollower
+
+    links = LocalLinks(tmp_path / "ws")
+    follower = StoreFollower(links, tmp_path / "networks", poll_s=1.0)
+    assert follower.poll() is None  # nothing published yet
+    a, b = b"network a", b"network b"
+    links.store.publish("a", hashlib.sha256(a).hexdigest(), a)
+    path, network = follower.poll()
+    assert path.read_bytes() == a and network.name == "a" and follower.generation == 1
+    assert follower.poll() is None
+    links.store = WeightStore()  # Ray restarted the store: empty, then the driver publishes again
+    links.store.publish("a", hashlib.sha256(a).hexdigest(), a)
+    assert follower.poll() is None and follower.generation == 1  # the same network: nothing to do
+    links.store = WeightStore()
+    links.store.publish("b", hashlib.sha256(b).hexdigest(), b)  # generation 1 again, another network
+    path, network = follower.poll()
+    assert path.read_bytes() == b and network.name == "b"
+
+
+def test_version_mismatch_becomes_one_line():
+    out = ("RuntimeError: Version mismatch: The cluster was started with:\n    Ray: 2.60.0\n    Python: 3.11.7\n"
+           "This process on node 10.0.0.2 was started with:\n    Ray: 2.60.0\n    Python: 3.11.2\n")
+    line = mismatch_line(out)
+    assert "\n" not in line and "Python 3.11.7" in line and "Python 3.11.2" in line and "patch" in line
+    assert mismatch_line("Ray runtime started.") is None
+
+
+def test_head_and_join_bind_to_the_address_named_with_the_projects_defaults():
+    head = head_command("10.0.0.1", 6379, 4, None, block=False)
+    join = join_command("10.0.0.1:6379", "10.0.0.2", None, 1)
+    for cmd, bind in ((head, "10.0.0.1"), (join, "10.0.0.2")):
+        assert cmd[cmd.index("--node-ip-address") + 1] == bind
+        assert cmd[cmd.index("--object-store-memory") + 1] == "1000000000" and "--disable-usage-stats" in cmd
+    assert head[head.index("--include-dashboard") + 1] == "false" and "--include-dashboard" not in join  # head only
+    assert "--block" in join and "--block" not in head and head[head.index("--num-cpus") + 1] == "4"
+
+
+class LocalLinks:
+    """The fleet's services as plain objects in this process."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.ingest, self.store = Ingest(str(workspace)), WeightStore()
+
+    def put(self, kind, name, data):
+        return self.ingest.put(kind, name, data)
+
+    def current(self):
+        return self.store.current()
+
+    def fetch(self, generation):
+        return self.store.fetch(generation)
+
+
+def wait_for(cond, seconds: float, what: str, actor: EngineActor):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {seconds}s; status {actor.status()}")
+
+
+@pytest.mark.slow
+def test_an_engine_actor_uploads_its_chunks_and_plays_a_published_network(tmp_path):
+    ws = tmp_path / "ws"
+    links = LocalLinks(ws)
+    cfg = small_cfg(tmp_path / "ignored", batch_size=4)
+    actor = EngineActor(cfg, "engine-test-0", "box-1", str(tmp_path / "spool"), poll_s=0.2, links=links)
+    try:
+        wait_for(lambda: links.ingest.written >= 2, 240, "two chunks uploaded", actor)
+        net = save_net(tmp_path / "net-s000000010.safetensors", 3)
+        data = net.read_bytes()
+        assert links.store.publish("net-s000000010", hashlib.sha256(data).hexdigest(), data) == 1
+        wait_for(lambda: str(actor.status().get("network", "")).startswith("net-s000000010@"), 120,
+                 "the published network playing", actor)
+        mark = actor.status()["finished"] + len(actor.status()["games"])
+        wait_for(lambda: actor.status()["finished"] >= mark + 1, 240, "a game of the new network", actor)
+        view_rows_per_node_and_gpu(actor)
+    finally:
+        final = actor.stop(timeout_s=120)
+    assert final["engine_error"] is None and final["spool_files"] == 0 and final["playing"] is False
+    assert final["pid"] == f"box-1:{os.getpid()}" and final["generation"] == 1
+    chunks = sorted((ws / "data").glob("*.npz"))
+    assert len(chunks) == links.ingest.written - len(list((ws / "sgf").glob("*"))) >= 3
+    names = set()
+    for p in chunks:
+        read_chunk(p)  # whole and readable
+        meta = peek_chunk(p)[1]
+        assert meta["host"] and host_name() in p.name
+        names |= {n["name"] for n in meta["networks"]}
+    assert {"random", "net-s000000010"} <= names
+    assert file_sha256(tmp_path / "spool" / "networks" / "net-s000000010.safetensors") == file_sha256(net)
+    assert not [p for p in (tmp_path / "spool").rglob("*.npz")]  # every chunk left the spool
+
+
+def view_rows_per_node_and_gpu(actor: EngineActor) -> None:
+    """The live view of two nodes, one of them with a GPU: totals with the
+    one-machine verdict, a row per node and per GPU, a node's departure."""
+    out = io.StringIO()
+    view = ClusterView(every=0.0, stream=out)
+    for _ in range(8):
+        st = actor.status()
+        other = {**st, "node": "box-2", "pid": "box-2:1", "gpu": "3"}
+        view.update([st, other], ingest={"written": 5, "duplicates": 0}, generation=1)
+        time.sleep(0.3)
+    text = out.getvalue()
+    assert "total: [" in text and "fleet: 2 engine(s), published generation 1" in text, text
+    assert "  box-1 " in text and "  box-2 " in text and "  box-2/gpu3 " in text, text
+    verdicts = [line.rsplit("| ", 1)[-1] for line in text.splitlines() if "box-1 " in line and "| " in line]
+    assert verdicts and all(v in KINDS for v in verdicts), text
+    tui_text = tui_screen([actor.status(), {**actor.status(), "node": "box-2", "pid": "box-2:1", "gpu": "3"}])
+    assert "total: [" in tui_text and "box-2/gpu3" in tui_text and "node box-2 joined" in tui_text, tui_text
+    view.update([actor.status()])  # box-2 left: its rows go, the totals start again
+    assert set(view.groups) == {"total", "box-1"}
+    view.close([actor.status()], ingest={"written": 5, "duplicates": 1, "bytes": 10}, lost_games=2)
+    assert "games lost with nodes that left: 2" in out.getvalue()
+
+
+def tui_screen(statuses: list[dict]) -> str:
+    """What the rich view draws for these statuses (three updates apart)."""
+    from rich.console import Console
+
+    from sayuri_async.cluster.tui import ClusterTui
+
+    tui = ClusterTui(console=Console(file=io.StringIO(), width=240, force_terminal=False))
+    tui.event("node box-2 joined: 1 engine(s) on 1 GPU(s)")
+    for _ in range(3):
+        tui.update(statuses, ingest={"written": 5, "duplicates": 0}, generation=1)
+        time.sleep(0.3)
+    screen = Console(file=io.StringIO(), width=240, record=True)
+    screen.print(tui.render())
+    tui.close(statuses)
+    return screen.export_text()
+
+
+def _run_cli(code: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
+                          env=ENV, cwd=ROOT, timeout=600)
+
+
+def test_the_cluster_commands_without_ray_say_what_to_install_in_one_line(tmp_path):
+    config = tmp_path / "sp.toml"
+    config.write_text("[selfplay]\nboard_sizes = [7]\n")
+    code = """
+        import sys
+        sys.modules["ray"] = None  # as if Ray were not installed
+        from sayuri_async.cli import main
+        sys.exit(main(sys.argv[1:]))
+    """
+    for args in (["cluster", "run", "--address", "127.0.0.1:1", "--config", str(config),
+                  "--workspace", str(tmp_path / "ws")],
+                 ["cluster", "head", "--bind", "127.0.0.1"], ["cluster", "join", "127.0.0.1:1", "--bind", "127.0.0.1"]):
+        r = _run_cli(code, *args)
+        assert r.returncode == 2, (args, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert lines == ["sayuri-async cluster: the cluster mode needs Ray: pip install 'sayuri-async[cluster]'"], \
+            r.stderr
+
+
+def test_a_cluster_address_where_nothing_answers_is_one_line(tmp_path, capsys):
+    from sayuri_async.cli import main
+
+    with socket.socket() as s:  # a port of this machine that nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = str(ROOT / "configs" / "selfplay-9x9.toml")
+    status = main(["cluster", "run", "--address", f"127.0.0.1:{port}", "--config", config,
+                   "--workspace", str(tmp_path / "ws"), "--no-tui"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and f"--address 127.0.0.1:{port}: nothing answers there" in err[0], err
+
+
+@pytest.mark.slow
+def test_one_machine_self_play_never_imports_ray(tmp_path):
+    config = tmp_path / "sp.toml"
+    config.write_text("[selfplay]\nboard_sizes = [7]\nplayouts = 4\nparallel_games = 2\nbatch_size = 2\n"
+                      "writer_process = false\n")
+    code = """
+        import sys
+        from sayuri_async.cli import main
+        import sayuri_async.loop, sayuri_async.selfplay.runner
+        status = main(sys.argv[1:])
+        print("ray imported:", "ray" in sys.modules)
+        sys.exit(status)
+    """
+    r = _run_cli(code, "selfplay", "--config", str(config), "--num-games", "1", "--out", str(tmp_path / "out"),
+                 "--no-tui")
+    assert r.returncode == 0, r.stderr
+    assert "ray imported: False" in r.stdout
+
+
+@pytest.mark.slow
+def test_the_fleets_trainer_follows_the_workspace_and_a_usage_error_ends_the_run(tmp_path, monkeypatch):
+    from sayuri_async.cluster.fleet import FleetSettings, Trainer
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    bad = tmp_path / "train.toml"
+    bad.write_text("[nonsense]\n")
+    said: list[str] = []
+    settings = FleetSettings(workspace=tmp_path / "ws", selfplay=small_cfg(tmp_path / "x"), spool=str(tmp_path / "sp"),
+                             train_config=str(bad))
+    settings.workspace.mkdir()
+    trainer = Trainer(settings, said.append)
+    cmd = trainer.command()
+    assert cmd[cmd.index("--data") + 1] == str(settings.workspace / "data")
+    assert cmd[cmd.index("--publish") + 1] == str(settings.weights)
+    assert "--follow" in cmd and "--auto-resume" in cmd
+    deadline = time.monotonic() + 300
+    while trainer.fatal is None and time.monotonic() < deadline:
+        trainer.check()
+        time.sleep(0.2)
+    assert trainer.fatal is not None and "usage error" in trainer.fatal and trainer.starts == 1, said
+    assert "sayuri-async train:" in trainer.log_path().read_text()
+    trainer.check()
+    assert trainer.proc is None and trainer.starts == 1  # not started again
+
+
+def test_a_failed_trainer_is_started_again_and_one_that_finished_is_not(tmp_path, monkeypatch):
+    from sayuri_async.cluster import fleet
+    from sayuri_async.cluster.fleet import FleetSettings, Trainer
+
+    monkeypatch.setattr(fleet, "TRAINER_RESTART_S", 0.0)
+    settings = FleetSettings(workspace=tmp_path, selfplay=small_cfg(tmp_path / "x"), spool=str(tmp_path / "sp"),
+                             train_config="train.toml")
+    said: list[str] = []
+    trainer = Trainer(settings, said.append)
+    runs = tmp_path / "runs"
+    # the first start fails (a crash), the second ends by itself
+    script = f"import os, sys; p = {str(runs)!r}; n = len(open(p).read()) if os.path.exists(p) else 0; " \
+             f"open(p, 'a').write('x'); sys.exit(1 if n == 0 else 0)"
+    monkeypatch.setattr(trainer, "command", lambda: [sys.executable, "-c", script])
+    deadline = time.monotonic() + 60
+    while not trainer.finished and time.monotonic() < deadline:
+        trainer.check()
+        time.sleep(0.05)
+    assert trainer.starts == 2 and trainer.finished and trainer.fatal is None, said
+    assert "exited with status 1" in said[0] and "--auto-resume" in said[0] and "finished" in said[1]
+    trainer.check()
+    assert trainer.starts == 2
