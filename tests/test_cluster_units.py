@@ -234,23 +234,19 @@ def _run_cli(code: str, *args: str) -> subprocess.CompletedProcess:
                           env=ENV, cwd=ROOT, timeout=600)
 
 
-def test_the_cluster_commands_without_ray_say_what_to_install_in_one_line(tmp_path):
+def test_the_cluster_commands_without_ray_say_what_to_install_in_one_line(tmp_path, monkeypatch, capsys):
+    from sayuri_async.cli import main
+
     config = tmp_path / "sp.toml"
     config.write_text("[selfplay]\nboard_sizes = [7]\n")
-    code = """
-        import sys
-        sys.modules["ray"] = None  # as if Ray were not installed
-        from sayuri_async.cli import main
-        sys.exit(main(sys.argv[1:]))
-    """
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     for args in (["cluster", "run", "--address", "127.0.0.1:1", "--config", str(config),
                   "--workspace", str(tmp_path / "ws")],
                  ["cluster", "head", "--bind", "127.0.0.1"], ["cluster", "join", "127.0.0.1:1", "--bind", "127.0.0.1"]):
-        r = _run_cli(code, *args)
-        assert r.returncode == 2, (args, r.stderr)
-        lines = r.stderr.strip().splitlines()
-        assert lines == ["sayuri-async cluster: the cluster mode needs Ray: pip install 'sayuri-async[cluster]'"], \
-            r.stderr
+        status = main(args)
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert status == 2, (args, lines)
+        assert lines == ["sayuri-async cluster: the cluster mode needs Ray: pip install 'sayuri-async[cluster]'"], lines
 
 
 def test_a_cluster_address_where_nothing_answers_is_one_line(tmp_path, capsys):
@@ -311,6 +307,7 @@ def test_the_fleets_trainer_follows_the_workspace_and_a_usage_error_ends_the_run
     assert trainer.proc is None and trainer.starts == 1  # not started again
 
 
+@pytest.mark.slow  # it starts two small Python processes as the trainer
 def test_a_failed_trainer_is_started_again_and_one_that_finished_is_not(tmp_path, monkeypatch):
     from sayuri_async.cluster import fleet
     from sayuri_async.cluster.fleet import FleetSettings, Trainer
