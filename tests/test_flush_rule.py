@@ -208,11 +208,11 @@ def test_selfplay_on_a_slow_device_keeps_its_batches_full(tmp_path):
 
     s0, s1 = asyncio.run(main())
     backend.close()
-    evals = s1["counters"]["evals"] - s0["counters"]["evals"]
-    batches = s1["counters"]["batches"] - s0["counters"]["batches"]
+    evals = s1.counters.evals - s0.counters.evals
+    batches = s1.counters.batches - s0.counters.batches
     assert batches > 50
     assert evals / batches >= 0.9 * 32
-    assert s1["device_best"] == pytest.approx(64 / 0.004)
+    assert s1.device_best == pytest.approx(64 / 0.004)
 
 
 def _book(table: str, lock_dir: str, n: int, q) -> None:

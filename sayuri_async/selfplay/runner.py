@@ -4,8 +4,8 @@ device, with a reporter (the TUI or plain lines) watching and steering.
 Vocabulary
 ----------
 reporter    an object with ``update(statuses) -> list of control dicts`` called
-            about every ``interval`` seconds with one status dict per engine
-            process, and ``close(statuses)`` at the end. Controls (e.g.
+            about every ``interval`` seconds with one ``Status`` per engine
+            process (``status.py``), and ``close(statuses)`` at the end. Controls (e.g.
             ``{"batch_size": 64}``) go to every engine.
 engine process  with ``procs > 1`` (or several devices) each process runs its
             own event loop, batcher and backend; it sends its status through a
@@ -44,6 +44,7 @@ from ..killpoint import kill_point
 from ..lifetime import die_with_parent, parent_alive, stop_on_signals
 from .config import SelfplayConfig
 from ..usererror import RunFailure
+from .status import Status
 
 STATUS_INTERVAL = 0.5
 STOP_GRACE_S = 60.0  # an engine whose parent died has this long to write its whole games
@@ -124,14 +125,14 @@ async def _serve_engine(engine, interval: float, on_status, get_controls) -> Non
 
 
 def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL,
-                  on_signal: OnSignal | None = None) -> list[dict]:
+                  on_signal: OnSignal | None = None) -> list[Status]:
     """One engine in this process; Ctrl-C and SIGTERM stop it cleanly (and
     call ``on_signal(signum)``)."""
     from .engine import Engine
 
     install_uvloop()
     backend = make_engine_backend(cfg, cfg.device.split(",")[0])
-    final: list[dict] = []
+    final: list[Status] = []
 
     async def main() -> None:
         engine = Engine(cfg, backend, tag=run_stamp())
@@ -144,7 +145,7 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
         stop_on_signals(asyncio.get_running_loop(), stop)
         pending: list[dict] = []
 
-        def on_status(st: dict) -> None:
+        def on_status(st: Status) -> None:
             final[:] = [st]
             pending.extend(reporter.update([st]) or [])
 
@@ -196,7 +197,7 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
                 except queue.Empty:
                     return out
 
-        def on_status(st: dict) -> None:
+        def on_status(st: Status) -> None:
             if parent_alive(parent_pid):  # nobody reads an orphan's figures
                 status_q.put((tag, st, False, None))
 
@@ -227,7 +228,7 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
 
 
 def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL,
-                     on_signal: OnSignal | None = None) -> list[dict]:
+                     on_signal: OnSignal | None = None) -> list[Status]:
     """``cfg.procs`` engine processes per device in ``cfg.device``. SIGINT and
     SIGTERM stop them cleanly (and call ``on_signal(signum)``); they end with
     this process if it dies. A failed engine stops the others and raises
@@ -237,7 +238,7 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
     total = len(slots)
     ctx = mp.get_context("spawn")  # CUDA does not survive fork
     stamp = run_stamp()  # file names of this run differ from every earlier run's
-    latest: dict[str, dict] = {}
+    latest: dict[str, Status] = {}
     finished: set[str] = set()
     errors: dict[str, str] = {}
     procs: list = []
@@ -325,7 +326,7 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
     return final
 
 
-def run_selfplay(cfg: SelfplayConfig, reporter, on_signal: OnSignal | None = None) -> list[dict]:
+def run_selfplay(cfg: SelfplayConfig, reporter, on_signal: OnSignal | None = None) -> list[Status]:
     """Self-play in this process or in engine processes (see the vocabulary).
     A failure of the run (a full disk, a crashed engine) raises SelfplayError
     naming what failed; ``on_signal(signum)`` hears SIGINT and SIGTERM, which
