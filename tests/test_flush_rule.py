@@ -49,7 +49,7 @@ RULE = [
 
 @pytest.mark.parametrize("state, reason", RULE, ids=[f"{i}-{r}" for i, (_, r) in enumerate(RULE)])
 def test_the_flush_rule(state, reason):
-    assert flush_reason(QueueState(*state)) == reason
+    assert flush_reason(*QueueState(*state)) == reason
 
 
 async def client(bt: Batcher, tags: list[int]) -> list[float]:

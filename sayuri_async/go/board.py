@@ -431,7 +431,7 @@ def play_position(rec, p: int, u=None) -> int:
                 if u is not None:
                     u[UNDO_ADJ + 2 * n_adj] = g
                     u[UNDO_ADJ + 2 * n_adj + 1] = rec.libs[g]
-                n_adj += 1
+                    n_adj += 1
                 rec.libs[g] -= 1
                 if h0 < 0:
                     h0 = g
@@ -448,7 +448,7 @@ def play_position(rec, p: int, u=None) -> int:
         if rec.color[q] == o and rec.libs[rec.parent[q]] == 0:
             if u is not None:
                 u[UNDO_CAP + n_cap] = rec.parent[q]
-            n_cap += 1
+                n_cap += 1
             captured += remove_group(rec, rec.parent[q])
             cap_point = q
     n_merge = 0
@@ -458,12 +458,17 @@ def play_position(rec, p: int, u=None) -> int:
             g = rec.parent[q]
             mine = rec.parent[p]
             if g != mine:
-                big, small = (g, mine) if rec.size[g] >= rec.size[mine] else (mine, g)
+                if rec.size[g] >= rec.size[mine]:
+                    big = g
+                    small = mine
+                else:
+                    big = mine
+                    small = g
                 if u is not None:
                     u[UNDO_MERGE + 3 * n_merge] = big
                     u[UNDO_MERGE + 3 * n_merge + 1] = small
                     u[UNDO_MERGE + 3 * n_merge + 2] = rec.libs[big]
-                n_merge += 1
+                    n_merge += 1
                 merge_groups(rec, big, small)
     if u is not None:
         u[UNDO_N_ADJ] = n_adj

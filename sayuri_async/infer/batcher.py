@@ -49,7 +49,7 @@ import numpy as np
 
 from .cache import NNCache
 from .dispatch import Dispatch
-from .flush import Event, QueueState, flush_reason
+from .flush import Event, flush_reason
 from .stats import Counters
 from .worker import Worker
 
@@ -256,11 +256,11 @@ class Batcher:
             return False
         dispatch = self.dispatch
         timeout_ms = self.timeout_ms
-        reason = flush_reason(QueueState(
+        reason = flush_reason(
             event, buf.count, self._batch_size, self.clients, self.waiting,
             (time.perf_counter() if now is None else now) - buf.t_first,
             None if timeout_ms is None else timeout_ms / 1000.0,
-            dispatch.idle_slot(), dispatch.handed == 0))
+            dispatch.idle_slot(), dispatch.handed == 0)
         if reason is None:
             return False
         self._flush(reason)

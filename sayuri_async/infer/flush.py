@@ -1,9 +1,12 @@
 """The flush rule: when the batcher's filling buffer leaves for the device.
 
-One pure function, ``flush_reason``, decides it from a snapshot of the
-batcher's state (``QueueState``); the batcher (``infer/batcher.py``) builds
-the snapshot at each moment the answer may change (an ``Event``) and flushes
-when told. ``tests/test_flush_rule.py`` holds the rule as a table.
+One pure function, ``flush_reason``, decides it from the batcher's state
+(the fields of ``QueueState``, passed one by one: ``flush_reason(*state)``;
+the batcher asks at every commit, where a record built per call would cost
+more than the rule). The batcher (``infer/batcher.py``) asks at each moment
+the answer may change (an ``Event``) and flushes when told.
+``tests/test_flush_rule.py`` holds the rule as a table of ``QueueState``
+rows.
 
 Vocabulary
 ----------
@@ -35,9 +38,12 @@ class Event:
     TIMER = "timer"  # the filling buffer's timer ran out (armed for timeout_ms at its first commit)
 
 
+FILLED, BLOCKED, RETURNED, TIMER = Event.FILLED, Event.BLOCKED, Event.RETURNED, Event.TIMER  # (module-level reads)
+
+
 class QueueState(NamedTuple):
-    """The batcher's state as the rule sees it (a tuple: the batcher builds
-    one per commit)."""
+    """The batcher's state as the rule sees it, in ``flush_reason``'s
+    argument order."""
     event: str  # an ``Event``
     queued: int
     batch_size: int
@@ -49,7 +55,8 @@ class QueueState(NamedTuple):
     device_empty: bool
 
 
-def flush_reason(s: QueueState) -> str | None:
+def flush_reason(event: str, queued: int, batch_size: int, clients: int, waiting: int, age_s: float,
+                 timeout_s: float | None, idle_slot: bool, device_empty: bool) -> str | None:
     """Why the filling buffer leaves now, or None: it keeps filling.
 
     - "full": ``batch_size`` requests (or more, right after batch_size was
@@ -78,17 +85,17 @@ def flush_reason(s: QueueState) -> str | None:
     is unaffected: every commit finds the device idle and every client
     waiting, so each request leaves at once.
     """
-    if s.queued <= 0:
+    if queued <= 0:
         return None
-    if s.queued >= s.batch_size:
+    if queued >= batch_size:
         return "full"
-    if s.event == Event.FILLED or not s.idle_slot:
+    if event == FILLED or not idle_slot:
         return None
-    if s.event == Event.TIMER:
+    if event == TIMER:
         return "timeout"
-    if s.waiting >= s.clients:
+    if waiting >= clients:
         return "waiting"
-    if (s.event != Event.BLOCKED and s.timeout_s is not None and s.age_s >= s.timeout_s
-            and (s.event != Event.RETURNED or s.device_empty)):
+    if (event != BLOCKED and timeout_s is not None and age_s >= timeout_s
+            and (event != RETURNED or device_empty)):
         return "timeout"
     return None
