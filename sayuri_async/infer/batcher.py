@@ -221,9 +221,10 @@ class Batcher:
         if final:  # the client blocks (see ``block``)
             buf.finals += 1
             self.waiting += 1
-            self._consult(Event.BLOCKED, now)
-        else:
-            self._consult(Event.FILLED, now)
+        # only a full buffer or every client waiting can send it at a commit
+        # (``infer/flush.py``, ``Event``): the rest skip the rule's cost
+        if n >= self._batch_size or (final and self.waiting >= self.clients):
+            self._consult(Event.BLOCKED if final else Event.FILLED, now)
         return fut
 
     def block(self) -> None:
@@ -231,7 +232,8 @@ class Batcher:
         as waiting until the batch holding its last request comes back."""
         self._last.finals += 1
         self.waiting += 1
-        self._consult(Event.BLOCKED)
+        if self.waiting >= self.clients:
+            self._consult(Event.BLOCKED)
 
     def poll(self, returned: bool = False) -> None:
         """Look at the flush rule again (``infer/flush.py``): ``returned``,

@@ -1,10 +1,12 @@
 """The flush rule: when the batcher's filling buffer leaves for the device.
 
 One pure function, ``flush_reason``, decides it from the batcher's state:
-the fields of ``QueueState``, passed one by one (``flush_reason(*state)``),
-since the batcher (``infer/batcher.py``) asks at every commit, where a
-record built per call would cost more than the rule. It asks at each
-moment the answer may change (an ``Event``) and flushes when told.
+the fields of ``QueueState``, passed one by one (``flush_reason(*state)``:
+no record is built on the batcher's hot path). The batcher
+(``infer/batcher.py``) asks at each moment the answer may change (an
+``Event``; a commit is one only when it fills the buffer or leaves every
+client waiting, the only commits after which the answer is not None) and
+flushes when told.
 ``tests/test_flush_rule.py`` holds the rule as a table of ``QueueState``
 rows.
 
@@ -31,8 +33,8 @@ from typing import NamedTuple
 
 class Event:
     """The moments the batcher consults the rule."""
-    FILLED = "filled"  # a commit, or a change of batch_size
-    BLOCKED = "blocked"  # a client blocked on its answers (after its commit)
+    FILLED = "filled"  # a commit that filled the buffer, or a change of batch_size
+    BLOCKED = "blocked"  # a client blocked on its answers, and now every client waits
     POLLED = "polled"  # a client detached, or the engine stops
     RETURNED = "returned"  # a batch came back from the device
     TIMER = "timer"  # the filling buffer's timer ran out (armed for timeout_ms at its first commit)
