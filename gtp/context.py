@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sayuri_async.go.coords import action_to_vertex
+from sayuri_async.search.value import winrate
 
 from .engine import RESIGN, Engine, Inbox
 
@@ -71,4 +72,4 @@ def log_search(engine: Engine, t0: float) -> None:
     """The verbose line after a genmove: visits, time, winrate, clock."""
     s = engine.search
     log(f"searched {s.root_visits()} visits in {time.perf_counter() - t0:.2f} s, "
-        f"root winrate {(s.root_value() + 1) / 2:.3f}, time: {engine.time.describe()}")
+        f"root winrate {winrate(s.root_value()):.3f}, time: {engine.time.describe()}")

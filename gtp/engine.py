@@ -53,6 +53,7 @@ from sayuri_async.infer.batcher import Batcher
 from sayuri_async.infer.worker import Worker
 from sayuri_async.search.mcts import Search
 from sayuri_async.search.tree import add_virtual_loss, remove_virtual_loss
+from sayuri_async.search.value import winrate
 
 from .analysis import MoveInfo, Report, rank_moves, wilson_lcb
 from .analyze_args import AnalyzeRequest
@@ -275,7 +276,7 @@ class Engine:
         n = pos.size
         s = self.search
         visits, q, prior = s.stats(n)
-        root_wr = (s.root_value() + 1.0) / 2.0
+        root_wr = winrate(s.root_value())
         z = self.cfg.analysis.lcb_z
         moves = []
         for a in np.flatnonzero((visits > 0) | (prior > 0)):
@@ -283,7 +284,7 @@ class Engine:
             if a in req.avoid or (req.allow is not None and a not in req.allow):
                 continue
             v = int(visits[a])
-            wr = (q[a] + 1.0) / 2.0 if v > 0 else root_wr
+            wr = winrate(float(q[a])) if v > 0 else root_wr
             moves.append(MoveInfo(a, v, wr, float(prior[a]), wilson_lcb(wr, v, z), root_score, []))
         ranked = rank_moves(moves, req.min_moves, req.max_moves)
         pv_len = self.cfg.analysis.pv_length
@@ -332,7 +333,7 @@ class Engine:
         action = s.best_move(pos)
         if cfg.resign_threshold > 0 and s.root_visits() >= cfg.resign_min_visits:
             visits, q, _ = s.stats(pos.size)
-            if visits[action] > 0 and (q[action] + 1.0) / 2.0 < cfg.resign_threshold:
+            if visits[action] > 0 and winrate(float(q[action])) < cfg.resign_threshold:
                 return RESIGN
         return action
 

@@ -63,10 +63,6 @@ class Command:
     args: list[str] = field(default_factory=list)
     error: str = ""
 
-    @property
-    def id_text(self) -> str:
-        return "" if self.id is None else str(self.id)
-
 
 def shown(text: str) -> str:
     """``text`` quoted for a message: its repr, shortened when long."""

@@ -35,7 +35,7 @@ from .go.board import BLACK, HISTORY, MAX_P, NO_KO
 
 SIMPLE_V1_PLANES = 2 * HISTORY + 1 + 1 + 1 + 6  # 25
 # plane indices (see docs/features.md)
-P_HISTORY = 0  # 2k: own stones k plies ago, 2k+1: opponent stones k plies ago
+# planes 0 .. 2 * HISTORY - 1: 2k own stones k plies ago, 2k+1 opponent stones k plies ago
 P_BLACK_TO_MOVE = 2 * HISTORY  # 16
 P_ONES = P_BLACK_TO_MOVE + 1  # 17
 P_KO = P_ONES + 1  # 18

@@ -44,6 +44,7 @@ from .go.game import Game
 from .go.sgf import SgfInfo, save_sgf_file
 from .gtpclient import probe_engine
 from .referee import SCORINGS, GtpPlayer, Player, referee_game
+from .search.value import winrate
 from .console import console as wide_console
 from .configfile import SEED_RANGE, between, from_options, require, within
 from .usererror import ArgumentParser, UserError, answered, check_device, output_file, output_folder
@@ -237,8 +238,7 @@ class NetPlayer(Player):
         temperature = 1.0 if len(game.moves) < self.opening_moves else 0.0
         res = await self.search.run(game, self.batcher, self.playouts, use_gumbel=self.gumbel,
                                     temperature=temperature)
-        winrate = (res.value + 1) / 2
-        if self.resign > 0 and winrate < self.resign and len(game.moves) > game.size:
+        if self.resign > 0 and winrate(res.value) < self.resign and len(game.moves) > game.size:
             return -1
         action = res.action
         if not game.is_legal(action):

@@ -58,7 +58,6 @@ from .usererror import ArgumentParser, RunFailure, UserError, answered, input_fi
 
 __all__ = ["ImportReport", "SgfResult", "import_sgf", "main", "parse_result", "record_from_game", "sgf_files"]
 
-SKIP_REASONS = ("unreadable", "illegal move", "board size", "no result", "no moves", "out of turn")
 _RESULT = re.compile(r"^([BW])\+(.*)$")
 _DRAWS = {"0", "draw", "jigo", "d"}
 

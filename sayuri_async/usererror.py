@@ -41,10 +41,10 @@ parser       ``ArgumentParser``: argparse's, except that a mistake on the
              command line (an unknown option, a missing or malformed value)
              is a UserError too: the one line, not argparse's usage text
              and a second line. ``--help`` prints the whole usage as ever.
-checks       ``input_file``, ``output_file``, ``output_folder``, ``check_device`` and
-             ``at_least`` raise UserError naming the option, so every
-             subcommand checks files, folders, devices and numbers the same
-             way before it starts. ``output_file`` and ``output_folder``
+checks       ``input_file``, ``output_file``, ``output_folder`` and
+             ``check_device`` raise UserError naming the option, so every
+             subcommand checks files, folders and devices the same way
+             before it starts (numbers: ``configfile.at_least``). ``output_file`` and ``output_folder``
              take the command's ``inputs`` and refuse an output that is one
              of them (``same_file``: the same path once links are resolved,
              or the same device and inode, so a hard link or a symlink to
@@ -245,12 +245,6 @@ def answered(command: str) -> Callable[[Callable[..., int]], Callable[..., int]]
 
 # ---------------------------------------------------------------------------
 # checks that subcommands run before they start
-
-
-def at_least(option: str, value: int | float | None, low: int | float) -> None:
-    """UserError unless ``value`` (when given) is at least ``low``."""
-    if value is not None and value < low:
-        raise UserError(f"{option} must be at least {low:g}, got {value:g}")
 
 
 def input_file(path: str | os.PathLike, option: str, what: str = "file") -> Path:

@@ -13,18 +13,21 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from sayuri_async.chunkfile import peek_chunk, read_chunk
-from sayuri_async.cluster.actor import EngineActor
-from sayuri_async.cluster.ingest import EXISTS, WRITTEN, Ingest
+from sayuri_async.cluster.actor import ActorStatus, EngineActor
+from sayuri_async.cluster.ingest import EXISTS, WRITTEN, Ingest, IngestStats
 from sayuri_async.cluster.nodes import head_command, join_command, mismatch_line
 from sayuri_async.cluster.spool import LOCK, Spool, Uploader
 from sayuri_async.cluster.store import WeightStore
 from sayuri_async.cluster.view import ClusterView
+from sayuri_async.infer.stats import Counters
 from sayuri_async.selfplay.report import KINDS
+from sayuri_async.selfplay.status import EngineSettings, Status
 from sayuri_async.fileio import host_name
 from sayuri_async.net.identity import file_sha256
 
@@ -43,7 +46,7 @@ def test_ingest_writes_each_name_once_and_whole(tmp_path):
     for kind, name in (("data", "../escape.npz"), ("data", ".hidden.tmp"), ("checkpoints", "x.pt"), ("data", "a/b")):
         with pytest.raises(ValueError):
             ingest.put(kind, name, b"x")
-    assert ingest.stats() == {"written": 2, "duplicates": 1, "bytes": 8}
+    assert ingest.stats() == IngestStats(written=2, duplicates=1, bytes=8)
     assert sorted(p.name for p in (tmp_path / "ws").rglob("*") if p.is_file()) == \
         ["chunk-000000-a-p0-1.npz", "game-1.sgf"]
 
@@ -167,15 +170,15 @@ def test_an_engine_actor_uploads_its_chunks_and_plays_a_published_network(tmp_pa
         net = save_net(tmp_path / "net-s000000010.safetensors", 3)
         data = net.read_bytes()
         assert links.store.publish("net-s000000010", hashlib.sha256(data).hexdigest(), data) == 1
-        wait_for(lambda: str(actor.status().get("network", "")).startswith("net-s000000010@"), 120,
+        wait_for(lambda: engine_of(actor).network.startswith("net-s000000010@"), 120,
                  "the published network playing", actor)
-        mark = actor.status()["finished"] + len(actor.status()["games"])
-        wait_for(lambda: actor.status()["finished"] >= mark + 1, 240, "a game of the new network", actor)
+        mark = engine_of(actor).finished + len(engine_of(actor).games)
+        wait_for(lambda: engine_of(actor).finished >= mark + 1, 240, "a game of the new network", actor)
         view_rows_per_node_and_gpu(actor)
     finally:
         final = actor.stop(timeout_s=120)
-    assert final["engine_error"] is None and final["spool_files"] == 0 and final["playing"] is False
-    assert final["pid"] == f"box-1:{os.getpid()}" and final["generation"] == 1
+    assert final.engine_error is None and final.spool_files == 0 and final.playing is False
+    assert final.engine.proc == f"box-1:{os.getpid()}" and final.generation == 1
     chunks = sorted((ws / "data").glob("*.npz"))
     assert len(chunks) == links.ingest.written - len(list((ws / "sgf").glob("*"))) >= 3
     names = set()
@@ -189,6 +192,17 @@ def test_an_engine_actor_uploads_its_chunks_and_plays_a_published_network(tmp_pa
     assert not [p for p in (tmp_path / "spool").rglob("*.npz")]  # every chunk left the spool
 
 
+def engine_of(actor: EngineActor) -> Status:
+    """The engine's latest status (an empty one before the first)."""
+    return actor.status().engine or Status(t=0.0, elapsed=0.0, loop_cpu_s=0.0, counters=Counters(),
+                                           settings=EngineSettings())
+
+
+def on_box_2(st: ActorStatus) -> ActorStatus:
+    """``st`` as if an engine of a second node, on its GPU 3, had sent it."""
+    return replace(st, node="box-2", gpu="3", engine=replace(st.engine, node="box-2", pid=1))
+
+
 def view_rows_per_node_and_gpu(actor: EngineActor) -> None:
     """The live view of two nodes, one of them with a GPU: totals with the
     one-machine verdict, a row per node and per GPU, a node's departure."""
@@ -196,23 +210,22 @@ def view_rows_per_node_and_gpu(actor: EngineActor) -> None:
     view = ClusterView(every=0.0, stream=out)
     for _ in range(8):
         st = actor.status()
-        other = {**st, "node": "box-2", "pid": "box-2:1", "gpu": "3"}
-        view.update([st, other], ingest={"written": 5, "duplicates": 0}, generation=1)
+        view.update([st, on_box_2(st)], ingest=IngestStats(written=5), generation=1)
         time.sleep(0.3)
     text = out.getvalue()
     assert "total: [" in text and "fleet: 2 engine(s), published generation 1" in text, text
     assert "  box-1 " in text and "  box-2 " in text and "  box-2/gpu3 " in text, text
     verdicts = [line.rsplit("| ", 1)[-1] for line in text.splitlines() if "box-1 " in line and "| " in line]
     assert verdicts and all(v in KINDS for v in verdicts), text
-    tui_text = tui_screen([actor.status(), {**actor.status(), "node": "box-2", "pid": "box-2:1", "gpu": "3"}])
+    tui_text = tui_screen([actor.status(), on_box_2(actor.status())])
     assert "total: [" in tui_text and "box-2/gpu3" in tui_text and "node box-2 joined" in tui_text, tui_text
     view.update([actor.status()])  # box-2 left: its rows go, the totals start again
     assert set(view.groups) == {"total", "box-1"}
-    view.close([actor.status()], ingest={"written": 5, "duplicates": 1, "bytes": 10}, lost_games=2)
+    view.close([actor.status()], ingest=IngestStats(written=5, duplicates=1, bytes=10), lost_games=2)
     assert "games lost with nodes that left: 2" in out.getvalue()
 
 
-def tui_screen(statuses: list[dict]) -> str:
+def tui_screen(statuses: list[ActorStatus]) -> str:
     """What the rich view draws for these statuses (three updates apart)."""
     from rich.console import Console
 
@@ -221,7 +234,7 @@ def tui_screen(statuses: list[dict]) -> str:
     tui = ClusterTui(console=Console(file=io.StringIO(), width=240, force_terminal=False))
     tui.event("node box-2 joined: 1 engine(s) on 1 GPU(s)")
     for _ in range(3):
-        tui.update(statuses, ingest={"written": 5, "duplicates": 0}, generation=1)
+        tui.update(statuses, ingest=IngestStats(written=5), generation=1)
         time.sleep(0.3)
     screen = Console(file=io.StringIO(), width=240, record=True)
     screen.print(tui.render())

@@ -13,7 +13,43 @@ import pytest
 from helpers_batcher import FakeBackend, request
 
 from sayuri_async.infer.batcher import Batcher
+from sayuri_async.infer.flush import Event, QueueState, flush_reason
 from sayuri_async.net.device_model import DeviceModelBackend
+
+
+# ---- the rule as a table (infer/flush.py) ------------------------------------
+
+F, B, P, R, T = Event.FILLED, Event.BLOCKED, Event.POLLED, Event.RETURNED, Event.TIMER
+#  event, queued, batch_size, clients, waiting, age_s, timeout_s, idle_slot, device_empty -> reason
+RULE = [
+    ((F, 0, 4, 1, 1, 9.0, 0.005, True, True), None),  # nothing queued: nothing leaves, at any event
+    ((T, 0, 4, 1, 1, 9.0, 0.005, True, True), None),
+    ((F, 4, 4, 9, 0, 0.0, 0.005, False, False), "full"),  # full leaves even with no idle slot
+    ((B, 4, 4, 9, 9, 0.0, 0.005, False, False), "full"),
+    ((F, 5, 4, 9, 0, 0.0, None, False, False), "full"),  # batch_size lowered below what is queued
+    ((P, 1, 1, 0, 0, 0.0, None, True, True), "full"),  # batch_size 1: every request is a batch
+    ((F, 3, 4, 3, 3, 9.0, 0.005, True, True), None),  # a commit alone never sends a partial buffer
+    ((B, 3, 4, 3, 3, 0.0, 0.005, True, True), "waiting"),  # every client waits, device idle
+    ((B, 3, 4, 3, 3, 0.0, 0.005, False, False), None),  # ... but no idle slot: keep filling
+    ((B, 3, 4, 4, 3, 9.0, 0.005, True, True), None),  # a block never sends on the timeout
+    ((B, 3, 4, 0, 0, 0.0, None, True, True), "waiting"),  # no client attached counts as all waiting
+    ((P, 3, 4, 2, 2, 0.0, 0.005, True, False), "waiting"),  # a client detached, the rest wait
+    ((R, 3, 4, 2, 2, 0.0, 0.005, True, False), "waiting"),  # a batch returned, every client waits
+    ((P, 3, 4, 4, 3, 0.005, 0.005, True, False), "timeout"),  # the oldest request waited timeout_s
+    ((P, 3, 4, 4, 3, 0.004, 0.005, True, False), None),  # not yet
+    ((P, 3, 4, 4, 3, 9.0, None, True, True), None),  # no timeout set
+    ((P, 3, 4, 4, 3, 9.0, 0.005, False, False), None),  # timed out, but no idle slot
+    ((R, 3, 4, 4, 3, 9.0, 0.005, True, False), None),  # just returned: its games are about to join
+    ((R, 3, 4, 4, 3, 9.0, 0.005, True, True), "timeout"),  # ... unless the device is empty
+    ((T, 3, 4, 4, 3, 0.0, 0.005, True, False), "timeout"),  # the timer ran out into an idle slot
+    ((T, 3, 4, 3, 3, 0.0, 0.005, True, False), "timeout"),  # (the timer's reason even when all wait)
+    ((T, 3, 4, 4, 3, 9.0, 0.005, False, False), None),  # held behind the device's work
+]
+
+
+@pytest.mark.parametrize("state, reason", RULE, ids=[f"{i}-{r}" for i, (_, r) in enumerate(RULE)])
+def test_the_flush_rule(state, reason):
+    assert flush_reason(*QueueState(*state)) == reason
 
 
 async def client(bt: Batcher, tags: list[int]) -> list[float]:
@@ -172,11 +208,11 @@ def test_selfplay_on_a_slow_device_keeps_its_batches_full(tmp_path):
 
     s0, s1 = asyncio.run(main())
     backend.close()
-    evals = s1["counters"]["evals"] - s0["counters"]["evals"]
-    batches = s1["counters"]["batches"] - s0["counters"]["batches"]
+    evals = s1.counters.evals - s0.counters.evals
+    batches = s1.counters.batches - s0.counters.batches
     assert batches > 50
     assert evals / batches >= 0.9 * 32
-    assert s1["device_best"] == pytest.approx(64 / 0.004)
+    assert s1.device_best == pytest.approx(64 / 0.004)
 
 
 def _book(table: str, lock_dir: str, n: int, q) -> None:

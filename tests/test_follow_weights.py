@@ -15,6 +15,7 @@ import pytest
 from sayuri_async import fileio
 from sayuri_async.chunkfile import chunk_name, peek_chunk
 from sayuri_async.infer.batcher import Batcher
+from sayuri_async.infer.stats import Counters
 from sayuri_async.infer.worker import Worker
 from sayuri_async.net.backends import Backend, NetOutput, RandomBackend
 from sayuri_async.net.identity import NetworkId, check_file, file_sha256, sidecar_path
@@ -22,6 +23,7 @@ from sayuri_async.net.swap import SwappableBackend
 from sayuri_async.search.mcts import SearchConfig
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.follow import WeightsFollower, newest_weights
+from sayuri_async.selfplay.status import EngineSettings, Status
 from sayuri_async.selfplay.switch import NetworkSwitch
 
 
@@ -159,8 +161,8 @@ def test_an_engine_swaps_on_a_control_and_records_the_networks_of_each_game(tmp_
         return status
 
     status = asyncio.run(main())
-    assert status["network"] == second.label and status["networks"] == ["random", second.label]
-    assert status["network_error"] is None
+    assert status.network == second.label and status.networks == ["random", second.label]
+    assert status.network_error is None
     metas = [peek_chunk(p)[1] for p in sorted((tmp_path / "out" / "data").glob("*.npz"))]
     assert all(m["host"] == socket.gethostname() for m in metas)
     per_game = [[m["networks"][i]["name"] for i in g] for m in metas for g in m["game_networks"]]
@@ -243,7 +245,7 @@ def test_selfplay_follows_a_folder_and_records_the_network_of_every_game(tmp_pat
     nets.mkdir()
     cfg = small_cfg(tmp_path / "out", follow_weights=str(nets), follow_interval_s=0.2, batch_size=4)
     said: list[str] = []
-    seen: list[dict] = []
+    seen: list[Status] = []
 
     class Reporter:
         def __init__(self):
@@ -253,16 +255,16 @@ def test_selfplay_follows_a_folder_and_records_the_network_of_every_game(tmp_pat
         def update(self, statuses):
             seen.extend(statuses)
             st = statuses[0]
-            if self.step == 0 and st["finished"] >= 1:  # the random network played a game: publish two files
+            if self.step == 0 and st.finished >= 1:  # the random network played a game: publish two files
                 put_bytes(nets / "net-s000000002.safetensors", b"not a network", later=5)  # the newest
                 save_net(nets / "net-s000000001.safetensors", 3)
-                self.step, self.mark = 1, st["finished"]
+                self.step, self.mark = 1, st.finished
             elif self.step == 1 and len(said) >= 2:
                 save_net(nets / "net-s000000003.safetensors", 4, later=10)
                 self.step = 2
-            elif self.step == 2 and st["network"].startswith("net-s000000003@"):
-                self.step, self.mark = 3, st["finished"] + len(st["games"])
-            elif self.step == 3 and st["finished"] >= self.mark + 1:
+            elif self.step == 2 and st.network.startswith("net-s000000003@"):
+                self.step, self.mark = 3, st.finished + len(st.games)
+            elif self.step == 3 and st.finished >= self.mark + 1:
                 return [{"stop": True}]
             if time.monotonic() - self.t0 > 240:
                 return [{"stop": True}]
@@ -272,9 +274,9 @@ def test_selfplay_follows_a_folder_and_records_the_network_of_every_game(tmp_pat
             pass
 
     final = run_selfplay(cfg, Reporter(), warn=said.append)
-    assert final[0]["network"].startswith("net-s000000003@"), (final[0]["network"], said)
+    assert final[0].network.startswith("net-s000000003@"), (final[0].network, said)
     assert len(said) == 2 and "no network" in said[0] and "net-s000000002" in said[1] and "refused" in said[1]
-    assert final[0]["networks"][0] == "random"
+    assert final[0].networks[0] == "random"
     metas = [peek_chunk(p)[1] for p in (tmp_path / "out" / "data").glob("*.npz")]
     names = {m["networks"][i]["name"] for m in metas for g in m["game_networks"] for i in g}
     assert "random" in names and "net-s000000003" in names and "net-s000000002" not in names
@@ -286,15 +288,14 @@ def test_selfplay_follows_a_folder_and_records_the_network_of_every_game(tmp_pat
 def test_the_summary_and_the_progress_line_name_the_networks():
     from sayuri_async.selfplay.report import aggregate, summary_lines
 
-    def status(pid: int, networks: list[str]) -> dict:
-        return {"t": 1.0, "elapsed": 1.0, "loop_cpu_s": 0.5, "pid": pid, "counters": {}, "settings": {},
-                "games": [], "finished": 1, "chunks": 1, "positions_written": 10, "network": networks[-1],
-                "networks": networks}
+    def status(pid: int, networks: list[str]) -> Status:
+        return Status(t=1.0, elapsed=1.0, loop_cpu_s=0.5, pid=pid, counters=Counters(), settings=EngineSettings(),
+                      finished=1, chunks=1, positions_written=10, network=networks[-1], networks=networks)
 
     agg = aggregate([status(1, ["random", "net-a@0123"]), status(2, ["random"])])
-    assert agg["network"] == "net-a@0123, random"  # one engine has not swapped yet
-    assert agg["networks_played"] == ["random", "net-a@0123"]
-    assert summary_lines(agg, {})[-1] == "networks played: random, net-a@0123"
+    assert agg.network == "net-a@0123, random"  # one engine has not swapped yet
+    assert agg.networks == ["random", "net-a@0123"]  # every one played, in order
+    assert summary_lines(agg, None)[-1] == "networks played: random, net-a@0123"
 
 
 def test_follow_weights_naming_a_file_is_refused_in_one_line(tmp_path, capsys):
@@ -323,10 +324,10 @@ def test_every_engine_process_follows_the_folder(tmp_path):
             self.published = False
 
         def update(self, statuses):
-            if len(statuses) == 2 and not self.published and all(s["finished"] >= 1 for s in statuses):
+            if len(statuses) == 2 and not self.published and all(s.finished >= 1 for s in statuses):
                 save_net(nets / "net-s000000002.safetensors", 2, later=5)
                 self.published = True
-            labels = {s["network"].split("@")[0] for s in statuses}
+            labels = {s.network.split("@")[0] for s in statuses}
             if self.published and labels == {"net-s000000002"} and len(statuses) == 2:
                 return [{"stop": True}]
             return [{"stop": True}] if time.monotonic() - self.t0 > 300 else []
@@ -336,8 +337,8 @@ def test_every_engine_process_follows_the_folder(tmp_path):
 
     final = run_selfplay(cfg, Reporter(), warn=said.append)
     assert not said and len(final) == 2
-    assert all(s["networks"] == [check_file(first).label, check_file(nets / "net-s000000002.safetensors").label]
-               for s in final), [s["networks"] for s in final]
+    assert all(s.networks == [check_file(first).label, check_file(nets / "net-s000000002.safetensors").label]
+               for s in final), [s.networks for s in final]
 
 
 def test_the_loop_refuses_to_follow_a_folder(tmp_path):

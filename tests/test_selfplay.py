@@ -63,7 +63,7 @@ def check_chunk(path: Path) -> tuple[dict, dict]:
 def test_selfplay_writes_chunks_and_sgf_that_load_back(tmp_path):
     cfg = small_cfg(tmp_path)
     final = run_inprocess(cfg, PlainReporter(every=1e9, stream=open(os.devnull, "w")))
-    assert final[0]["finished"] == 4
+    assert final[0].finished == 4
     chunks = sorted((tmp_path / "data").glob("chunk-*.npz"))
     assert len(chunks) == 2
     total = 0

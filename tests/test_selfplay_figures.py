@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sayuri_async.infer.stats import Counters, add_efficiency, merge
+from sayuri_async.infer.stats import Counters, Rates, add_efficiency, merge
 from sayuri_async.net.backends import TorchBackend
 from sayuri_async.selfplay.config import SelfplayConfig
-from sayuri_async.selfplay.report import (PlainReporter, aggregate, device_best_of, diagnose, figures,
+from sayuri_async.selfplay.report import (Figures, PlainReporter, aggregate, device_best_of, diagnose, figures,
                                           games_needed, summary_lines)
 from sayuri_async.selfplay import runner
+from sayuri_async.selfplay.status import EngineSettings, Status
 from sayuri_async.search.mcts import SearchConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,11 +60,11 @@ def test_efficiency_of_a_cpu_net_on_another_board_stays_at_most_100_percent(tmp_
     assert sorted(set(measured)) == [7, 11]  # every board the run plays, not the net's 9x9
     agg = aggregate(final)
     r = figures(None, agg)
-    assert r["nnEvals/s"] > 0
+    assert r.nn_evals_s > 0
     # the ceiling itself, not only the capped figure: no more evals/s than the device's best
-    assert r["nnEvals/s"] <= r["device_best"] * (1 + 1e-9)
-    assert st["device_best"] > 0.5  # the run's fastest batch, not the slowed start-up figure
-    assert 0 < r["device_efficiency"] <= 1.0
+    assert r.nn_evals_s <= r.device_best * (1 + 1e-9)
+    assert st.device_best > 0.5  # the run's fastest batch, not the slowed start-up figure
+    assert 0 < r.device_efficiency <= 1.0
     (eff,) = [w for w in summary_lines(agg, r)[1].split("  ") if w.startswith("device efficiency")]
     assert 0 < int(eff.split()[-1].rstrip("%")) <= 100
 
@@ -94,34 +95,35 @@ def test_best_rate_is_a_peak_that_merge_keeps():
     a.add_batch(2, "waiting", 0.01)  # 200: the peak stays
     b.add_batch(4, "full", 0.002)  # 2000
     assert a.best_rate == pytest.approx(800)
-    assert merge([a.as_dict(), b.as_dict()])["best_rate"] == pytest.approx(2000)
+    assert merge([a.snapshot(), b.snapshot()]).best_rate == pytest.approx(2000)
 
 
 def test_efficiency_is_capped_as_a_last_guard():
-    r = add_efficiency({"nnEvals/s": 3000.0, "avgBatchSize": 8.0}, 1000.0, 8)
-    assert r["device_efficiency"] == 1.0 and r["device_best"] == 1000.0
-    assert add_efficiency({"nnEvals/s": 3000.0, "avgBatchSize": 8.0}, 0.0, 8)["device_efficiency"] is None
+    r = add_efficiency(Rates(nn_evals_s=3000.0, avg_batch_size=8.0), 1000.0, 8)
+    assert r.device_efficiency == 1.0 and r.device_best == 1000.0
+    assert add_efficiency(Rates(nn_evals_s=3000.0, avg_batch_size=8.0), 0.0, 8).device_efficiency is None
 
 
 def test_device_best_adds_cpu_shares_and_takes_the_largest_gpu_measurement():
-    def st(device: str, best: float) -> dict:
-        return {"settings": {"device": device}, "device_best": best}
+    def st(device: str, best: float) -> Status:
+        return Status(t=0.0, elapsed=0.0, loop_cpu_s=0.0, counters=Counters(), settings=EngineSettings(device=device),
+                      device_best=best)
 
     assert device_best_of([st("cpu", 300.0), st("cpu", 200.0)]) == 500.0  # each process its own cores
     assert device_best_of([st("cuda:0", 9000.0), st("cuda:0", 10000.0)]) == 10000.0  # one device, measured twice
     assert device_best_of([]) == 0.0
 
 
-def draining_figures(live: int, **kw) -> dict:
-    base = {"nnEvals/s": 800.0, "avgBatchSize": 7.0, "gpu_busy": 0.98, "loop_busy": 0.04, "loop_busy_max": 0.04,
-            "flush_share": {"full": 0.0, "waiting": 1.0, "timeout": 0.0}, "games_live": live, "draining": True,
-            "procs": 1, "cores": 2}
+def draining_figures(live: int, **kw) -> Figures:
+    base = dict(nn_evals_s=800.0, avg_batch_size=7.0, gpu_busy=0.98, loop_busy=0.04, loop_busy_max=0.04,
+                flush_share={"full": 0.0, "waiting": 1.0, "timeout": 0.0}, games_live=live, draining=True,
+                procs=1, cores=2)
     base.update(kw)
-    return base
+    return Figures(**base)
 
 
-SETTINGS = {"batch_size": 16, "parallel_games": 32, "timeout_ms": 5.0, "paused": False, "leaves_per_await": 4,
-            "device": "cpu"}
+SETTINGS = EngineSettings(batch_size=16, parallel_games=32, timeout_ms=5.0, paused=False, leaves_per_await=4,
+                          device="cpu")
 
 
 def test_the_last_games_of_a_run_are_finishing_not_fragmented():
@@ -129,7 +131,7 @@ def test_the_last_games_of_a_run_are_finishing_not_fragmented():
     v = diagnose(draining_figures(2), SETTINGS)
     assert v.kind == "finishing" and v.advice == {}
     assert "2 game(s) left" in v.text and "parallel_games" not in v.text
-    running = diagnose({**draining_figures(2), "draining": False}, SETTINGS)
+    running = diagnose(draining_figures(2, draining=False), SETTINGS)
     assert running.kind == "fragmented"  # the same figures mid-run: the settings are at fault
 
 
@@ -138,7 +140,7 @@ def test_a_draining_run_never_advises_more_games():
     more parallel games cannot help."""
     many = diagnose(draining_figures(24, gpu_busy=0.3, loop_busy=0.2, loop_busy_max=0.2), SETTINGS)
     assert many.kind == "finishing" and "parallel_games" not in many.advice
-    bound = diagnose(draining_figures(24, avgBatchSize=16.0), SETTINGS)
+    bound = diagnose(draining_figures(24, avg_batch_size=16.0), SETTINGS)
     assert bound.kind == "device-bound"  # a verdict without more games stands
 
 
@@ -146,9 +148,9 @@ def test_a_draining_run_never_advises_more_games():
 @pytest.mark.skipif(not SHIPPED_9X9.is_file(), reason="the shipped 9x9 network is not in this checkout")
 def test_a_finished_run_reports_draining(tmp_path):
     final = runner.run_inprocess(cpu_cfg(tmp_path, num_games=2, parallel_games=4), quiet())
-    assert final[0]["draining"] is True
+    assert final[0].draining is True
     agg = aggregate(final)
-    assert agg["draining"] and figures(None, agg)["draining"]
+    assert agg.draining and figures(None, agg).draining
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")

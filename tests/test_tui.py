@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from sayuri_async.infer.stats import FLUSH_REASONS, HIST_BINS
+from sayuri_async.infer.stats import FLUSH_REASONS, HIST_BINS, Counters
 from sayuri_async.net.backends import RandomBackend
 from sayuri_async.search.mcts import SearchConfig
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.engine import Engine
+from sayuri_async.selfplay.game import LiveGame
 from sayuri_async.selfplay.keys import KeyHandler, KeyReader, step_timeout
+from sayuri_async.selfplay.status import EngineSettings, Status
 from sayuri_async.selfplay.tui import GpuProbe, TuiReporter, histogram_bins, sparkline
 
 
@@ -24,21 +26,22 @@ ONE_LEAF = SearchConfig(leaves_per_await=1)
 
 
 def status(t: float, evals_s: float, batch: int, games: int, *, busy: float, loop: float, pid: int = 1,
-           waiting: float = 0.0, avg: float | None = None, paused: bool = False) -> dict:
+           waiting: float = 0.0, avg: float | None = None, paused: bool = False) -> Status:
     avg = avg or batch
     batches = evals_s * t / avg
     hist = np.zeros(HIST_BINS, dtype=np.int64)
     hist[int(avg)] = int(batches)
     flush = {"full": int(batches * (1 - waiting)), "waiting": int(batches * waiting), "timeout": 0}
     assert set(flush) == set(FLUSH_REASONS)
-    c = {"evals": int(evals_s * t), "batches": int(batches), "flush": flush, "busy_s": busy * t,
-         "queue_wait_s": 0.0015 * evals_s * t, "cache_lookups": 0, "cache_hits": 0, "requests": int(evals_s * t),
-         "playouts": int(evals_s * t), "moves": int(evals_s * t / 50), "games": int(t / 4),
-         "positions": int(evals_s * t / 50), "hist": hist, "queue_depth": 17, "in_flight": 2}
-    return {"t": 500.0 + t, "elapsed": t, "warm_at": 0.0, "loop_cpu_s": loop * t, "counters": c,
-            "settings": {"batch_size": batch, "parallel_games": games, "timeout_ms": 5.0, "paused": paused},
-            "games": [{"size": 9, "move": 30 + i, "playouts": 64, "value": 0.25 + i / 100} for i in range(6)],
-            "finished": 11, "chunks": 1, "positions_written": 700, "pid": pid}
+    c = Counters(evals=int(evals_s * t), batches=int(batches), flush=flush, busy_s=busy * t,
+                 queue_wait_s=0.0015 * evals_s * t, cache_lookups=0, cache_hits=0, requests=int(evals_s * t),
+                 playouts=int(evals_s * t), moves=int(evals_s * t / 50), games=int(t / 4),
+                 positions=int(evals_s * t / 50), hist=hist, queue_depth=17, in_flight=2)
+    return Status(t=500.0 + t, elapsed=t, warm_at=0.0, loop_cpu_s=loop * t, counters=c,
+                  settings=EngineSettings(batch_size=batch, parallel_games=games, timeout_ms=5.0, paused=paused,
+                                          device="cuda:0"),
+                  games=[LiveGame(size=9, move=30 + i, playouts=64, value=0.25 + i / 100) for i in range(6)],
+                  finished=11, chunks=1, positions_written=700, pid=pid)
 
 
 def render(rep: TuiReporter) -> str:
@@ -141,7 +144,7 @@ def test_keys_return_controls_from_update():
 
 def test_key_handler_fields_selection_and_limits():
     k = KeyHandler(max_batch=64)
-    s = {"batch_size": 32, "parallel_games": 64, "timeout_ms": 5.0, "paused": False}
+    s = EngineSettings(batch_size=32, parallel_games=64, timeout_ms=5.0, paused=False)
     assert k.feed("+", s) == [{"batch_size": 64}]
     assert k.feed("+", s) == [] and "limit" in k.message
     assert k.feed("\t-", s) == [{"parallel_games": 32}]
@@ -152,7 +155,7 @@ def test_key_handler_fields_selection_and_limits():
     assert k.feed("x?", s) == []
     assert step_timeout(0.0, False) == 0.0 and step_timeout(200.0, True) == 200.0
     capped = KeyHandler(max_batch=32, batch_cap_note="built for 32")
-    assert capped.feed("B", {"batch_size": 32}) == [] and "built for 32" in capped.message
+    assert capped.feed("B", EngineSettings(batch_size=32)) == [] and "built for 32" in capped.message
 
 
 @pytest.mark.slow
@@ -166,9 +169,9 @@ def test_keys_change_an_engine_settings(tmp_path):
         rep.press("BGtp")
         for cmd in rep.update([engine.status()]):
             engine.control(cmd)
-        st = engine.status()["settings"]
-        assert st == {"batch_size": 32, "parallel_games": 64, "timeout_ms": 2.0, "paused": True, "device": "cpu",
-                      "leaves_per_await": 1, "batches_in_flight": 2}
+        st = engine.status().settings
+        assert st == EngineSettings(batch_size=32, parallel_games=64, timeout_ms=2.0, paused=True, device="cpu",
+                                    leaves_per_await=1, batches_in_flight=2)
         assert all(b.batch_size == 32 for b in engine.batchers.values())
     finally:
         engine.close()
@@ -250,7 +253,7 @@ def test_the_live_view_and_the_plain_line_give_the_same_verdict():
         for k in range(1, 13):
             st = status(k * 0.5, 20000, 32, 64, busy=busy, loop=loop)
             if not warm:
-                st["warm_at"] = None
+                st.warm_at = None
             rep.update([st])
             plain.update([st])
         tui_text = diagnose(rep.recent, rep.settings()).text

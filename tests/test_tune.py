@@ -9,9 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from sayuri_async.infer.stats import HIST_BINS
+from sayuri_async.infer.stats import HIST_BINS, Counters
 from sayuri_async.search.mcts import SearchConfig
 from sayuri_async.selfplay.config import SelfplayConfig
+from sayuri_async.selfplay.status import EngineSettings, Status
 from sayuri_async.selfplay.tune import (
     MeasureSpec, Point, PointMeter, Result, Sample, cv, draw_png, engine_measure, grid, main, recommend, run_sweep,
 )
@@ -38,13 +39,13 @@ class FakeEngines:
         self.stop_after = stop_after
         self.cfgs: list[SelfplayConfig] = []
 
-    def __call__(self, cfg: SelfplayConfig, reporter) -> list[dict]:
+    def __call__(self, cfg: SelfplayConfig, reporter) -> list[Status]:
         self.cfgs.append(cfg)
         p = Point(cfg.parallel_games, cfg.batch_size, cfg.procs)
         rate = known_rate(p, cfg.search.leaves_per_await)
         evals = [0.0] * cfg.procs
         t, dt = 0.0, 0.5
-        statuses: list[dict] = []
+        statuses: list[Status] = []
         while t < 1000:
             t += dt
             for i in range(cfg.procs):
@@ -60,19 +61,18 @@ class FakeEngines:
         return statuses
 
     @staticmethod
-    def _status(i: int, t: float, evals: float, cfg: SelfplayConfig) -> dict:
+    def _status(i: int, t: float, evals: float, cfg: SelfplayConfig) -> Status:
         b = cfg.batch_size
         batches = int(evals / b)
         hist = np.zeros(HIST_BINS, dtype=np.int64)
         hist[b] = batches
-        c = {"evals": int(evals), "batches": batches, "flush": {"full": batches, "waiting": 0, "timeout": 0},
-             "busy_s": 0.4 * t, "queue_wait_s": 0.0, "cache_lookups": 0, "cache_hits": 0, "requests": int(evals),
-             "playouts": int(evals), "moves": 0, "games": 0, "positions": 0, "hist": hist, "queue_depth": 0,
-             "in_flight": 0}
-        return {"t": 100.0 + t, "elapsed": t, "loop_cpu_s": 0.99 * t, "counters": c,
-                "settings": {"batch_size": b, "parallel_games": cfg.parallel_games, "timeout_ms": 5.0,
-                             "paused": False},
-                "games": [], "finished": 0, "chunks": 0, "positions_written": 0, "pid": 1000 + i}
+        c = Counters(evals=int(evals), batches=batches, flush={"full": batches, "waiting": 0, "timeout": 0},
+                     busy_s=0.4 * t, queue_wait_s=0.0, cache_lookups=0, cache_hits=0, requests=int(evals),
+                     playouts=int(evals), moves=0, games=0, positions=0, hist=hist, queue_depth=0, in_flight=0)
+        return Status(t=100.0 + t, elapsed=t, loop_cpu_s=0.99 * t, counters=c,
+                      settings=EngineSettings(batch_size=b, parallel_games=cfg.parallel_games, timeout_ms=5.0,
+                                              paused=False, device="cuda:0"),
+                      games=[], finished=0, chunks=0, positions_written=0, pid=1000 + i)
 
 
 ONE_LEAF = SelfplayConfig(search=SearchConfig(leaves_per_await=1))

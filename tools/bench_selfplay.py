@@ -38,6 +38,7 @@ from sayuri_async.infer.stats import add_efficiency, rates  # noqa: E402
 from sayuri_async.search.mcts import SearchConfig  # noqa: E402
 from sayuri_async.selfplay.config import SelfplayConfig  # noqa: E402
 from sayuri_async.selfplay.report import aggregate  # noqa: E402
+from sayuri_async.selfplay.status import Status  # noqa: E402
 
 
 def make_cfg(a, out: str, procs: int) -> SelfplayConfig:
@@ -70,11 +71,12 @@ def bench_inprocess(a, cfg: SelfplayConfig) -> dict:
         engine.stop()
         await run
         engine.close()
-        r = rates(s0["counters"], s1["counters"], s1["t"] - s0["t"], s1["loop_cpu_s"] - s0["loop_cpu_s"])
-        req = s1["counters"]["requests"] - s0["counters"]["requests"]
+        r = add_efficiency(rates(s0.counters, s1.counters, s1.t - s0.t, s1.loop_cpu_s - s0.loop_cpu_s),
+                           s1.device_best, cfg.batch_size).as_json()
+        req = s1.counters.requests - s0.counters.requests
         r["cpu_us_per_request"] = 1e6 * (c1 - c0) / max(req, 1)
         r["loop"] = loop_name
-        return add_efficiency(r, s1["device_best"], cfg.batch_size)
+        return r
 
     try:
         return asyncio.run(main())
@@ -87,22 +89,22 @@ class _Recorder:
 
     def __init__(self, warmup: float, seconds: float) -> None:
         self.warmup, self.seconds = warmup, seconds
-        self.first: dict | None = None
-        self.last: dict | None = None
+        self.first: Status | None = None
+        self.last: Status | None = None
 
-    def update(self, statuses: list[dict]) -> list[dict]:
+    def update(self, statuses: list[Status]) -> list[dict]:
         agg = aggregate(statuses)
-        if not agg:
+        if agg is None:
             return []
-        if self.first is None and agg["elapsed"] >= self.warmup:
+        if self.first is None and agg.elapsed >= self.warmup:
             self.first = agg
         if self.first is not None:
             self.last = agg
-            if agg["elapsed"] - self.first["elapsed"] >= self.seconds:
+            if agg.elapsed - self.first.elapsed >= self.seconds:
                 return [{"stop": True}]
         return []
 
-    def close(self, statuses: list[dict]) -> None:
+    def close(self, statuses: list[Status]) -> None:
         pass
 
 
@@ -114,8 +116,8 @@ def bench_multiprocess(a, cfg: SelfplayConfig) -> dict:
     if rec.first is None or rec.last is None or rec.last is rec.first:
         raise SystemExit("bench_selfplay: the run ended before the measurement window")
     f, l = rec.first, rec.last
-    r = rates(f["counters"], l["counters"], l["elapsed"] - f["elapsed"], l["loop_cpu_s"] - f["loop_cpu_s"], l["loops"])
-    return add_efficiency(r, l["device_best"], cfg.batch_size)
+    r = rates(f.counters, l.counters, l.elapsed - f.elapsed, l.loop_cpu_s - f.loop_cpu_s, l.loops)
+    return add_efficiency(r, l.device_best, cfg.batch_size).as_json()
 
 
 def random_weights(a, tmp: str) -> str:
@@ -171,7 +173,6 @@ def main() -> int:
         for procs in a.procs:
             cfg = make_cfg(a, os.path.join(tmp, f"out{procs}"), procs)
             r = bench_inprocess(a, cfg) if procs == 1 else bench_multiprocess(a, cfg)
-            r.pop("hist", None)
             r["procs"] = procs
             results.append(r)
             cpu = f"  cpu/request {r['cpu_us_per_request']:.1f} us" if "cpu_us_per_request" in r else ""

@@ -7,8 +7,9 @@ EngineActor  runs the unchanged self-play ``Engine`` on a thread of its own
             signal handler is touched off the main thread). Its engine writes
             into the actor's spool (``spool.py``), an uploader thread sends
             the finished files to Ingest, and a StoreFollower hands it each
-            network the fleet publishes. ``status()`` is the engine's latest
-            status plus the node, the actor and the spool's figures;
+            network the fleet publishes. ``status()`` is an ``ActorStatus``:
+            the engine's latest ``Status`` with the node, the actor and the
+            spool's figures;
             ``control(cmd)`` reaches the engine as the TUI's controls do;
             ``stop()`` ends the games in flight, writes them, uploads the
             spool and returns the last status.
@@ -25,12 +26,16 @@ StoreFollower  ``selfplay/follow.py``'s WeightsFollower asking the store,
             as it is) and queues a ``{"network": {"path", "name", "sha256"}}``
             control: the engine swaps between batches, and every game
             records the networks it was played with.
-status keys  ``node``, ``actor``, ``pid`` (``<node>:<pid>``, so processes of
-            several machines stay apart in ``report.aggregate``),
+ActorStatus  what the driver reads, a picklable record that Ray sends as it
+            is: ``node``, ``actor``, ``gpu`` (the GPU ids the engine sees,
+            "" on the CPU), ``engine`` (the engine's latest ``Status``, with
+            its ``node`` set, so that processes of several machines stay
+            apart in ``report.aggregate``; None before its first one),
             ``spool_files`` (finished files not yet acknowledged),
             ``uploaded``, ``upload_error``, ``engine_error`` (why the engine
-            stopped, or None), ``playing``, ``generation`` (the fleet's
-            network generation this actor last received).
+            stopped, or None), ``network_fetch_error``, ``playing``,
+            ``generation`` (the fleet's network generation this actor last
+            received).
 """
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ import os
 import queue
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -47,6 +52,7 @@ from ..fileio import write_bytes_atomic
 from ..net.identity import NetworkId, file_sha256
 from ..selfplay.config import SelfplayConfig
 from ..selfplay.follow import WeightsFollower, one_line
+from ..selfplay.status import Status
 from . import NAMESPACE
 from .ingest import INGEST_NAME
 from .spool import NETWORKS, Spool, Uploader
@@ -55,6 +61,21 @@ from .store import STORE_NAME, Published
 DEFAULT_POLL_S = 5.0
 PUT_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 120.0
+
+
+@dataclass
+class ActorStatus:
+    node: str
+    actor: str
+    gpu: str
+    engine: Status | None
+    spool_files: int = 0
+    uploaded: int = 0
+    upload_error: str | None = None
+    engine_error: str | None = None
+    network_fetch_error: str | None = None
+    playing: bool = False
+    generation: int = 0
 
 
 class Links(Protocol):
@@ -134,16 +155,16 @@ class _Latest:
     over queued controls."""
 
     def __init__(self) -> None:
-        self.status: dict | None = None
+        self.status: Status | None = None
         self.controls: queue.SimpleQueue = queue.SimpleQueue()
 
-    def update(self, statuses: list[dict]) -> list[dict]:
-        if statuses and statuses[0]:
+    def update(self, statuses: list[Status]) -> list[dict]:
+        if statuses:
             self.status = statuses[0]
         return drain(self.controls)
 
-    def close(self, statuses: list[dict]) -> None:
-        if statuses and statuses[0]:
+    def close(self, statuses: list[Status]) -> None:
+        if statuses:
             self.status = statuses[0]
 
 
@@ -190,23 +211,21 @@ class EngineActor:
         except BaseException as e:  # the engine's end, said in the status
             self.engine_error = one_line(e)
 
-    def status(self) -> dict:
-        st = dict(self._latest.status or {})
-        pid = st.get("pid", os.getpid())
-        st.update({
-            "node": self.node, "actor": self.name, "pid": f"{self.node}:{pid}",
-            "spool_files": self.uploader.pending(), "uploaded": self.uploader.uploaded,
-            "upload_error": self.uploader.error, "engine_error": self.engine_error,
-            "network_fetch_error": self.follower.error, "playing": self._thread.is_alive(),
-            "generation": self.follower.generation, "has_figures": self._latest.status is not None,
-            "gpu": self.gpu,
-        })
-        return st
+    def status(self) -> ActorStatus:
+        st = self._latest.status
+        return ActorStatus(
+            node=self.node, actor=self.name, gpu=self.gpu,
+            engine=None if st is None else replace(st, node=self.node),
+            spool_files=self.uploader.pending(), uploaded=self.uploader.uploaded,
+            upload_error=self.uploader.error, engine_error=self.engine_error,
+            network_fetch_error=self.follower.error, playing=self._thread.is_alive(),
+            generation=self.follower.generation,
+        )
 
     def control(self, cmd: dict) -> None:
         self._latest.controls.put(dict(cmd))
 
-    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> dict:
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> ActorStatus:
         """End the games in flight, write and upload them (see the vocabulary)."""
         self._latest.controls.put({"stop": True})
         self._thread.join(timeout=timeout_s)

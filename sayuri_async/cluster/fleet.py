@@ -47,8 +47,8 @@ from ..net.identity import network_name
 from ..selfplay.config import SelfplayConfig
 from ..selfplay.follow import Candidate, check_weights, newest_weights, one_line
 from . import NAMESPACE
-from .actor import DEFAULT_POLL_S, STOP_TIMEOUT_S, EngineActor
-from .ingest import INGEST_NAME, Ingest
+from .actor import DEFAULT_POLL_S, STOP_TIMEOUT_S, ActorStatus, EngineActor
+from .ingest import INGEST_NAME, Ingest, IngestStats
 from .store import STORE_NAME, WeightStore
 from .view import ClusterView
 
@@ -169,7 +169,7 @@ class Fleet:
         self.say = say
         self.nodes: dict[str, Node] = {}
         self.engines: dict[str, tuple[str, object]] = {}  # actor name -> (node id, handle)
-        self.latest: dict[str, dict] = {}  # actor name -> its latest status
+        self.latest: dict[str, ActorStatus] = {}  # actor name -> its latest status
         self.lost_games = 0
         self.published: Candidate | None = None
         self.generation = 0
@@ -226,7 +226,8 @@ class Fleet:
         lost = 0
         for name in [n for n, (nid, _) in self.engines.items() if nid == node.node_id]:
             _, handle = self.engines.pop(name)
-            lost += len((self.latest.pop(name, None) or {}).get("games", []))
+            st = self.latest.pop(name, None)
+            lost += len(st.engine.games) if st is not None and st.engine is not None else 0
             self._kill(handle)
         self.lost_games += lost
         self.view.event(f"node {node.label} left: {lost} game(s) in progress lost")
@@ -263,14 +264,17 @@ class Fleet:
                 self.latest[refs[ref]] = self.ray.get(ref)
             except Exception:  # restarting, or its node is leaving: its last status stands
                 pass
-        self.view.update([st for st in self.latest.values() if st.get("has_figures")],
-                         ingest=self._ingest_stats(), generation=self.generation)
+        self.view.update(self.with_figures(), ingest=self._ingest_stats(), generation=self.generation)
 
-    def _ingest_stats(self) -> dict:
+    def with_figures(self) -> list[ActorStatus]:
+        """The latest statuses of the engines that have reported figures."""
+        return [st for st in self.latest.values() if st.engine is not None]
+
+    def _ingest_stats(self) -> IngestStats | None:
         try:
             return self.ray.get(self.ingest.stats.remote(), timeout=STATUS_WAIT_S)
         except Exception:
-            return {}
+            return None
 
     # ---- the run ----------------------------------------------------------
     def stop_requested(self) -> str | None:
@@ -311,12 +315,12 @@ class Fleet:
                 self.latest[refs[ref]] = self.ray.get(ref)
             except Exception:
                 pass
-        left = sum(st.get("spool_files", 0) for st in self.latest.values())
+        left = sum(st.spool_files for st in self.latest.values())
         ingest = self._ingest_stats()
         for handle in [h for _, h in self.engines.values()] + [self.ingest, self.store]:
             if handle is not None:
                 self._kill(handle)
-        final = [st for st in self.latest.values() if st.get("has_figures")]
+        final = self.with_figures()
         self.view.close(final, ingest=ingest, lost_games=self.lost_games, spool_left=left)
         return {"statuses": final, "ingest": ingest, "lost_games": self.lost_games, "spool_left": left,
                 "generation": self.generation}

@@ -13,11 +13,13 @@ kind        ``data`` (chunks, what the trainer reads) or ``sgf`` (game
             records).
 answer      ``WRITTEN`` or ``EXISTS``; either one acknowledges the file, and
             the engine deletes its spool copy only then.
-counts      ``stats()``: files written, duplicates refused, bytes written.
+counts      ``stats()``: an ``IngestStats`` of files written, duplicates
+            refused and bytes written.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..fileio import NameTaken, clean_stale_temps, write_bytes_atomic
@@ -26,6 +28,13 @@ INGEST_NAME = "ingest"
 KINDS = ("data", "sgf")
 WRITTEN, EXISTS = "written", "exists"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+
+
+@dataclass(frozen=True)
+class IngestStats:
+    written: int = 0
+    duplicates: int = 0
+    bytes: int = 0
 
 
 class Ingest:
@@ -56,5 +65,5 @@ class Ingest:
         self.bytes_written += len(data)
         return WRITTEN
 
-    def stats(self) -> dict:
-        return {"written": self.written, "duplicates": self.duplicates, "bytes": self.bytes_written}
+    def stats(self) -> IngestStats:
+        return IngestStats(self.written, self.duplicates, self.bytes_written)

@@ -21,6 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..selfplay.report import plain_line
+from .actor import ActorStatus
+from .ingest import IngestStats
 from .view import ROW_COLUMNS, TOTAL, ClusterView
 
 EVENTS = 8
@@ -38,7 +40,8 @@ class ClusterTui(ClusterView):
         self.events.append(f"[{time.monotonic() - self._t0:7.1f}s] {text}")
         self._draw()
 
-    def update(self, statuses: list[dict], ingest: dict | None = None, generation: int = 0) -> None:
+    def update(self, statuses: list[ActorStatus], ingest: IngestStats | None = None,
+               generation: int = 0) -> None:
         self._push(statuses)
         self.header = self.fleet_line(statuses, ingest, generation)
         self._draw()
@@ -49,7 +52,7 @@ class ClusterTui(ClusterView):
             table.add_row(*self.row_cells(key))
         parts = [Text(self.header, style="bold")]
         agg = self.last_agg.get(TOTAL)
-        if agg:
+        if agg is not None:
             parts.append(Text("total: " + plain_line(agg, self.groups[TOTAL].window.recent(), self.leaves)))
         parts += [table, Text(""), Text("\n".join(self.events) or "no events yet", style="dim")]
         return Group(*parts)
@@ -60,7 +63,7 @@ class ClusterTui(ClusterView):
             self.live.start()
         self.live.update(self.render(), refresh=True)
 
-    def close(self, statuses: list[dict], ingest: dict | None = None, lost_games: int = 0,
+    def close(self, statuses: list[ActorStatus], ingest: IngestStats | None = None, lost_games: int = 0,
               spool_left: int = 0) -> None:
         if self.live is not None:
             self.live.stop()

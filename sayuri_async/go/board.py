@@ -368,13 +368,34 @@ def play(rec, p: int) -> int:
     return captured
 
 
+# slots of an undo record (``go/board_undo.py``), which ``play_position``
+# fills when it is given one
+UNDO_KO, UNDO_TO_MOVE, UNDO_PASSES, UNDO_MOVE_NUM, UNDO_LAST, UNDO_HASH, UNDO_CAPS = 0, 1, 2, 3, 4, 5, 6
+UNDO_P, UNDO_OLD_PARENT, UNDO_OLD_NXT, UNDO_OLD_SIZE, UNDO_OLD_LIBS = 7, 8, 9, 10, 11
+UNDO_N_ADJ, UNDO_ADJ = 12, 13  # 4 x (head, liberties before)
+UNDO_N_CAP, UNDO_CAP = 21, 22  # 4 x head
+UNDO_N_MERGE, UNDO_MERGE = 26, 27  # 4 x (big, small, big's liberties before)
+UNDO_LEN = 39
+
+
 @njit(cache=True)
-def play_position(rec, p: int) -> int:
+def play_position(rec, p: int, u=None) -> int:
     """``play`` without the history ring (``hist``, ``hist_hash``,
     ``hist_move`` stay as they were): for scratch boards that never read it
-    (the ladder reader)."""
+    (the ladder reader). With an undo record ``u`` (``go/board_undo.py``)
+    it writes what the move overwrites there; without one, numba compiles
+    the recording away."""
     c = rec.to_move
     o = 3 - c
+    if u is not None:
+        u[UNDO_KO] = rec.ko
+        u[UNDO_TO_MOVE] = c
+        u[UNDO_PASSES] = rec.passes
+        u[UNDO_MOVE_NUM] = rec.move_num
+        u[UNDO_LAST] = rec.last_move
+        u[UNDO_HASH] = np.int64(rec.hash)
+        u[UNDO_CAPS] = rec.captures[c]
+        u[UNDO_P] = p
     rec.move_num += 1
     rec.last_move = p
     rec.to_move = o
@@ -384,6 +405,11 @@ def play_position(rec, p: int) -> int:
         return 0
     rec.passes = 0
     w = np.int64(rec.w)
+    if u is not None:
+        u[UNDO_OLD_PARENT] = rec.parent[p]
+        u[UNDO_OLD_NXT] = rec.nxt[p]
+        u[UNDO_OLD_SIZE] = rec.size[p]
+        u[UNDO_OLD_LIBS] = rec.libs[p]
     rec.color[p] = c
     rec.parent[p] = p
     rec.nxt[p] = p
@@ -393,6 +419,7 @@ def play_position(rec, p: int) -> int:
     h0 = -1
     h1 = -1
     h2 = -1
+    n_adj = 0
     for d in range(4):
         q = p + (-1, 1, -w, w)[d]
         cq = rec.color[q]
@@ -401,6 +428,10 @@ def play_position(rec, p: int) -> int:
         elif cq == c or cq == o:
             g = rec.parent[q]
             if g != h0 and g != h1 and g != h2:
+                if u is not None:
+                    u[UNDO_ADJ + 2 * n_adj] = g
+                    u[UNDO_ADJ + 2 * n_adj + 1] = rec.libs[g]
+                    n_adj += 1
                 rec.libs[g] -= 1
                 if h0 < 0:
                     h0 = g
@@ -411,11 +442,16 @@ def play_position(rec, p: int) -> int:
     rec.libs[p] = libs
     captured = 0
     cap_point = NO_KO
+    n_cap = 0
     for d in range(4):
         q = p + (-1, 1, -w, w)[d]
         if rec.color[q] == o and rec.libs[rec.parent[q]] == 0:
+            if u is not None:
+                u[UNDO_CAP + n_cap] = rec.parent[q]
+                n_cap += 1
             captured += remove_group(rec, rec.parent[q])
             cap_point = q
+    n_merge = 0
     for d in range(4):
         q = p + (-1, 1, -w, w)[d]
         if rec.color[q] == c:
@@ -423,9 +459,21 @@ def play_position(rec, p: int) -> int:
             mine = rec.parent[p]
             if g != mine:
                 if rec.size[g] >= rec.size[mine]:
-                    merge_groups(rec, g, mine)
+                    big = g
+                    small = mine
                 else:
-                    merge_groups(rec, mine, g)
+                    big = mine
+                    small = g
+                if u is not None:
+                    u[UNDO_MERGE + 3 * n_merge] = big
+                    u[UNDO_MERGE + 3 * n_merge + 1] = small
+                    u[UNDO_MERGE + 3 * n_merge + 2] = rec.libs[big]
+                    n_merge += 1
+                merge_groups(rec, big, small)
+    if u is not None:
+        u[UNDO_N_ADJ] = n_adj
+        u[UNDO_N_CAP] = n_cap
+        u[UNDO_N_MERGE] = n_merge
     rec.captures[c] += captured
     head = rec.parent[p]
     if captured == 1 and rec.size[head] == 1 and rec.libs[head] == 1:

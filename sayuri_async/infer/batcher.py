@@ -21,18 +21,9 @@ request    one position, whose planes go straight into a slot of the filling
            written to. Nothing is copied on the way.
 buffer     a ``[max_batch, C, N, N]`` uint8 input array (pinned on CUDA). One
            fills on the loop while earlier ones run in the worker thread.
-flush      the filling buffer leaves for the device (``infer/dispatch.py``).
-           The rule (``../docs/engine.md``, "The flush rule"):
-           - "full": ``batch_size`` requests: it leaves at once (behind the
-             batches already handed, if the device has its ``bound``);
-           - a *partial* buffer leaves only into an idle slot of the device
-             (``Dispatch.idle_slot``: the device would otherwise run dry),
-             and then only when every attached client is waiting
-             ("waiting": nothing more can arrive) or its oldest request has
-             waited ``timeout_ms`` ("timeout"). A trigger that comes while
-             the device has work is not lost: ``poll()`` runs again when a
-             batch comes back, and the games answered by it have joined the
-             filling buffer by then, so groups of games merge.
+flush      the filling buffer leaves for the device (``infer/dispatch.py``)
+           when ``flush_reason`` (``infer/flush.py``: the flush rule, in
+           one place) says so; the batcher asks it at each ``Event``.
 worker     one thread per device (``infer/worker.py``; batchers on the same
            device share it and its dispatch) runs ``backend.run``; the event
            loop never blocks on it, so while batch k runs, batch k+1 fills.
@@ -58,6 +49,7 @@ import numpy as np
 
 from .cache import NNCache
 from .dispatch import Dispatch
+from .flush import Event, flush_reason
 from .stats import Counters
 from .worker import Worker
 
@@ -160,8 +152,7 @@ class Batcher:
                 left = self.timeout_ms / 1000.0 - (time.perf_counter() - new.t_first)
                 self._timer = self._loop.call_later(max(left, 0.0), self._on_timeout, new)
         self._batch_size = value
-        if self._cur.count >= value and self._cur.count > 0:
-            self._flush("full")
+        self._consult(Event.FILLED)
 
     def _new_buffer(self) -> _Buffer:
         if self._free:
@@ -227,10 +218,13 @@ class Batcher:
             buf.prepares.append(prepare)
         self.counters.queue_depth += count
         self._last = buf
-        if n >= self._batch_size:  # (batch_size <= max_batch)
-            self._flush("full")
-        if final:
-            self.block()
+        if final:  # the client blocks (see ``block``)
+            buf.finals += 1
+            self.waiting += 1
+        # only a full buffer or every client waiting can send it at a commit
+        # (``infer/flush.py``, ``Event``): the rest skip the rule's cost
+        if n >= self._batch_size or (final and self.waiting >= self.clients):
+            self._consult(Event.BLOCKED if final else Event.FILLED, now)
         return fut
 
     def block(self) -> None:
@@ -239,38 +233,43 @@ class Batcher:
         self._last.finals += 1
         self.waiting += 1
         if self.waiting >= self.clients:
-            self.poll()
+            self._consult(Event.BLOCKED)
 
     def poll(self, returned: bool = False) -> None:
-        """Send the partial filling buffer if the device has an idle slot
-        and every client waits or the oldest request has waited
-        ``timeout_ms`` (the flush rule above); otherwise keep filling.
-        ``returned``: a batch just came back (``Dispatch.finished``); its
-        games are about to join this buffer, so the timeout sends it only
-        when the device has nothing left at all."""
-        buf = self._cur
-        if not buf.count or not self.dispatch.idle_slot():
-            return
-        if self.waiting >= self.clients:
-            self._flush("waiting")
-        elif (self.timeout_ms is not None and time.perf_counter() - buf.t_first >= self.timeout_ms / 1000.0
-              and (not returned or self.dispatch.handed == 0)):
-            self._flush("timeout")
+        """Look at the flush rule again (``infer/flush.py``): ``returned``,
+        a batch just came back (``Dispatch.finished``); else a client
+        detached or the engine stops."""
+        self._consult(Event.RETURNED if returned else Event.POLLED)
 
     def _on_timeout(self, buf: _Buffer) -> None:
         self._timer = None
         if buf is not self._cur or not buf.count:
             return
-        if self.dispatch.idle_slot():
-            self._flush("timeout")
-        elif self._loop is not None and self.timeout_ms:  # held behind the device's work: look again later
+        if not self._consult(Event.TIMER) and self._loop is not None and self.timeout_ms:
+            # held behind the device's work: look again later
             self._timer = self._loop.call_later(self.timeout_ms / 1000.0, self._on_timeout, buf)
 
     # ---- flushing ------------------------------------------------------
+    def _consult(self, event: str, now: float | None = None) -> bool:
+        """Ask the flush rule about the filling buffer at ``event`` and send
+        it if the rule says so; True when it left."""
+        buf = self._cur
+        if not buf.count:
+            return False
+        dispatch = self.dispatch
+        timeout_ms = self.timeout_ms
+        reason = flush_reason(
+            event, buf.count, self._batch_size, self.clients, self.waiting,
+            (time.perf_counter() if now is None else now) - buf.t_first,
+            None if timeout_ms is None else timeout_ms / 1000.0,
+            dispatch.idle_slot(), dispatch.handed == 0)
+        if reason is None:
+            return False
+        self._flush(reason)
+        return True
+
     def _flush(self, reason: str) -> None:
         buf = self._cur
-        if buf.count == 0:
-            return
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

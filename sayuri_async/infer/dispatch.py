@@ -12,7 +12,7 @@ ready      full batches that left their batcher while ``bound`` were
            comes back.
 idle slot  ``handed < bound`` and nothing ready: the device would run dry
            after what it has. Only then may a batcher send a *partial*
-           batch (``Batcher.poll``): while the device has work, the games
+           batch (``infer/flush.py``): while the device has work, the games
            whose answers come back join the filling buffer instead, so
            groups of games merge into full batches rather than splitting
            into small ones.

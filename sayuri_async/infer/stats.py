@@ -39,14 +39,15 @@ device efficiency
                processes sharing one GPU time each other's work into their
                own batches). None without a device (the random network).
 batch fill     avgBatchSize over ``batch_size``.
-Counters only grow; ``Counters.as_dict()`` freezes them into a plain dict
-(dicts travel between processes), ``merge`` adds such dicts up, and
-``rates(a, b, ...)`` turns two of them into per-second figures.
+Counters only grow; ``Counters.snapshot()`` freezes them into a copy (it
+travels between processes), ``merge`` adds such copies up, and
+``rates(a, b, ...)`` turns two of them into per-second figures: a ``Rates``
+record, whose ``as_json()`` names its fields as above (``nnEvals/s``, ...).
 """
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -75,11 +76,10 @@ class Counters:
     in_flight: int = 0  # batches in the backend or waiting for the worker (a level)
     best_rate: float = 0.0  # the fastest batch: evals per busy second (a peak)
 
-    def as_dict(self) -> dict:
-        """A frozen copy: plain values, the histogram copied."""
-        d = asdict(self)
-        d["hist"] = self.hist.copy()
-        return d
+    def snapshot(self) -> "Counters":
+        """A frozen copy: the flush counts and the histogram copied."""
+        return Counters(**{f.name: getattr(self, f.name) for f in fields(self)}
+                        | {"flush": dict(self.flush), "hist": self.hist.copy()})
 
     def add_batch(self, size: int, reason: str, busy_s: float) -> None:
         self.evals += size
@@ -91,66 +91,102 @@ class Counters:
             self.best_rate = max(self.best_rate, size / busy_s)
 
 
-def merge(snaps: list[dict]) -> dict:
-    """Add up counter dicts from several batchers or processes (``PEAKS``:
-    the largest)."""
-    out: dict = {}
+def merge(snaps: list[Counters]) -> Counters:
+    """Add up counter snapshots from several batchers or processes
+    (``PEAKS``: the largest)."""
+    out = Counters()
     for s in snaps:
-        for k, v in s.items():
-            if isinstance(v, dict):
-                d = out.setdefault(k, {})
-                for kk, vv in v.items():
-                    d[kk] = d.get(kk, 0) + vv
-            elif isinstance(v, np.ndarray):
-                out[k] = out[k] + v if k in out else v.copy()
+        for f in fields(Counters):
+            k = f.name
+            v = getattr(s, k)
+            if k == "flush":
+                for r, n in v.items():
+                    out.flush[r] = out.flush.get(r, 0) + n
             elif k in PEAKS:
-                out[k] = max(out.get(k, v), v)
+                setattr(out, k, max(getattr(out, k), v))
             else:
-                out[k] = out.get(k, 0) + v
+                setattr(out, k, getattr(out, k) + v)
     return out
 
 
-def rates(a: dict, b: dict, dt: float, loop_cpu_s: float = 0.0, loops: int = 1) -> dict:
-    """Per-second figures between counter dicts ``a`` (older) and ``b``."""
+def named(key: str, default=0.0):
+    """A figure whose JSON name (KataGo's) differs from its field name."""
+    return field(default=default, metadata={"key": key})
+
+
+@dataclass
+class Rates:
+    """Figures between two counter snapshots (the vocabulary above), and,
+    after ``add_efficiency``, ``device_best``, ``device_efficiency`` and
+    ``batch_fill``."""
+    nn_evals_s: float = named("nnEvals/s")
+    nn_batches_s: float = named("nnBatches/s")
+    avg_batch_size: float = named("avgBatchSize")
+    gpu_busy: float = 0.0
+    loop_busy: float = 0.0
+    encode_busy: float = 0.0
+    encode_us_per_request: float = 0.0
+    queue_wait_ms: float = 0.0
+    loop_us_per_request: float = 0.0
+    cache_hit_rate: float = 0.0
+    requests_s: float = named("requests/s")
+    playouts_s: float = named("playouts/s")
+    moves_s: float = named("moves/s")
+    games_s: float = named("games/s")
+    positions_s: float = named("positions/s")
+    flush_share: dict[str, float] = field(default_factory=lambda: {r: 0.0 for r in FLUSH_REASONS})
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(HIST_BINS, dtype=np.int64))
+    queue_depth: int = 0
+    in_flight: int = 0
+    device_best: float = 0.0
+    device_efficiency: float | None = None
+    batch_fill: float = 0.0
+
+    def as_json(self) -> dict:
+        """The figures under their JSON names (``nnEvals/s``, ...), in field
+        order, without the histogram."""
+        return {f.metadata.get("key", f.name): getattr(self, f.name) for f in fields(self) if f.name != "hist"}
+
+
+def rates(a: Counters, b: Counters, dt: float, loop_cpu_s: float = 0.0, loops: int = 1) -> Rates:
+    """Per-second figures between counter snapshots ``a`` (older) and ``b``."""
     dt = max(dt, 1e-9)
-
-    def d(k: str) -> float:
-        return float(b.get(k, 0) - a.get(k, 0))
-
-    evals, batches = d("evals"), d("batches")
-    lookups, hits = d("cache_lookups"), d("cache_hits")
-    flush = {r: b["flush"].get(r, 0) - a["flush"].get(r, 0) for r in FLUSH_REASONS}
+    evals, batches = float(b.evals - a.evals), float(b.batches - a.batches)
+    lookups, hits = b.cache_lookups - a.cache_lookups, b.cache_hits - a.cache_hits
+    requests = float(b.requests - a.requests)
+    encode_s = b.encode_s - a.encode_s
+    flush = {r: b.flush.get(r, 0) - a.flush.get(r, 0) for r in FLUSH_REASONS}
     nflush = max(sum(flush.values()), 1)
-    return {
-        "nnEvals/s": evals / dt,
-        "nnBatches/s": batches / dt,
-        "avgBatchSize": evals / batches if batches else 0.0,
-        "gpu_busy": min(d("busy_s") / dt, 1.0),
-        "loop_busy": min(loop_cpu_s / dt / max(loops, 1), 1.0),
-        "encode_busy": min(d("encode_s") / dt / max(loops, 1), 1.0),
-        "encode_us_per_request": 1e6 * d("encode_s") / d("requests") if d("requests") > 0 else 0.0,
-        "queue_wait_ms": 1000.0 * d("queue_wait_s") / evals if evals else 0.0,
-        "loop_us_per_request": 1e6 * loop_cpu_s / d("requests") if d("requests") > 0 else 0.0,
-        "cache_hit_rate": hits / lookups if lookups else 0.0,
-        "requests/s": d("requests") / dt,
-        "playouts/s": d("playouts") / dt,
-        "moves/s": d("moves") / dt,
-        "games/s": d("games") / dt,
-        "positions/s": d("positions") / dt,
-        "flush_share": {r: flush[r] / nflush for r in FLUSH_REASONS},
-        "hist": np.asarray(b["hist"]) - np.asarray(a["hist"]),
-        "queue_depth": b.get("queue_depth", 0),
-        "in_flight": b.get("in_flight", 0),
-    }
+    return Rates(
+        nn_evals_s=evals / dt,
+        nn_batches_s=batches / dt,
+        avg_batch_size=evals / batches if batches else 0.0,
+        gpu_busy=min((b.busy_s - a.busy_s) / dt, 1.0),
+        loop_busy=min(loop_cpu_s / dt / max(loops, 1), 1.0),
+        encode_busy=min(encode_s / dt / max(loops, 1), 1.0),
+        encode_us_per_request=1e6 * encode_s / requests if requests > 0 else 0.0,
+        queue_wait_ms=1000.0 * (b.queue_wait_s - a.queue_wait_s) / evals if evals else 0.0,
+        loop_us_per_request=1e6 * loop_cpu_s / requests if requests > 0 else 0.0,
+        cache_hit_rate=hits / lookups if lookups else 0.0,
+        requests_s=requests / dt,
+        playouts_s=(b.playouts - a.playouts) / dt,
+        moves_s=(b.moves - a.moves) / dt,
+        games_s=(b.games - a.games) / dt,
+        positions_s=(b.positions - a.positions) / dt,
+        flush_share={r: flush[r] / nflush for r in FLUSH_REASONS},
+        hist=np.asarray(b.hist) - np.asarray(a.hist),
+        queue_depth=b.queue_depth,
+        in_flight=b.in_flight,
+    )
 
 
-def add_efficiency(r: dict, device_best: float, batch_size: int, devices: int = 1) -> dict:
-    """Add ``device_efficiency`` (at most 1: see the vocabulary) and
-    ``batch_fill`` to figures ``r``."""
+def add_efficiency(r: Rates, device_best: float, batch_size: int, devices: int = 1) -> Rates:
+    """Set ``device_efficiency`` (at most 1: see the vocabulary),
+    ``device_best`` and ``batch_fill`` of figures ``r``."""
     best = device_best * max(devices, 1)
-    r["device_best"] = best
-    r["device_efficiency"] = min(r["nnEvals/s"] / best, 1.0) if best > 0 else None
-    r["batch_fill"] = r["avgBatchSize"] / batch_size if batch_size > 0 else 0.0
+    r.device_best = best
+    r.device_efficiency = min(r.nn_evals_s / best, 1.0) if best > 0 else None
+    r.batch_fill = r.avg_batch_size / batch_size if batch_size > 0 else 0.0
     return r
 
 

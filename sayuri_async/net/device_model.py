@@ -87,10 +87,6 @@ class DeviceTable:
     def evals_s(self, batch: int) -> float:
         return batch / self.forward_s(batch)
 
-    def best_evals_s(self) -> float:
-        """The table's highest evals/s over its measured batches."""
-        return max(b / (ms / 1000.0) for b, ms in self.ms.items())
-
 
 def _parse_spec(spec: str) -> tuple[str, str]:
     net, _, mode = spec.strip().partition("/")

@@ -84,7 +84,6 @@ from .pointset import SET_WORDS, stone_sets
 
 NAME = "sayuri-v3"
 PLANES = 43
-P_HISTORY = 0
 P_KO = 24
 P_AREA = 25
 P_LIBS = 29

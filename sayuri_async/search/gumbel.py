@@ -26,6 +26,8 @@ import math
 
 import numpy as np
 
+from .value import winrate
+
 
 def phase_sizes(k: int) -> list[int]:
     """How many actions remain in each phase: k, ceil(k/2), ... down to 2."""
@@ -80,7 +82,7 @@ def improved_policy(
 ) -> np.ndarray:
     """``softmax(logits + sigma(completed Q))``; zero where logits are -inf."""
     cq = completed_q(q, visits, prior, root_value)
-    z = logits + sigma((cq + 1.0) / 2.0, int(visits.max(initial=0)), c_visit, c_scale)
+    z = logits + sigma(winrate(cq), int(visits.max(initial=0)), c_visit, c_scale)
     finite = np.isfinite(z)
     out = np.zeros_like(z, dtype=np.float64)
     if finite.any():
@@ -94,4 +96,4 @@ def score_actions(
     g: np.ndarray, logits: np.ndarray, q: np.ndarray, visits: np.ndarray, c_visit: float, c_scale: float
 ) -> np.ndarray:
     """``g + logits + sigma(q)`` used to rank considered actions."""
-    return g + logits + sigma((q + 1.0) / 2.0, int(visits.max(initial=0)), c_visit, c_scale)
+    return g + logits + sigma(winrate(q), int(visits.max(initial=0)), c_visit, c_scale)

@@ -435,11 +435,6 @@ class Search:
         """Memory of the tree pools (edges and node records)."""
         return self.edges.nbytes + self.nodes.nbytes
 
-    def pool_used_bytes(self) -> int:
-        """Memory of the pools' records in use."""
-        w = self.ws[0]
-        return int(w["edges_used"]) * self.edges.itemsize + int(w["nodes_used"]) * self.nodes.itemsize
-
     def root_visits(self) -> int:
         return int(root_summary(self.ws, self.nodes)[1])
 

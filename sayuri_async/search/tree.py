@@ -67,7 +67,7 @@ symmetry    with random symmetry on, each leaf is shown to the network in one
             of the 8 board symmetries (``symmetry.py``), drawn per request;
             its policy is read back through ``sym_map``.
 value       in ``[-1, 1]`` for the side to move at a node (win minus loss);
-            winrate = (value + 1) / 2.
+            winrate = (value + 1) / 2 (``value.py``).
 params      float64 vector indexed by the P_* constants (PUCT and FPU).
 idle points the side to move's empty points inside its own pass-alive
             area with no opponent stone (``sayuri/benson.py``): no move

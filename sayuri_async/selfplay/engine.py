@@ -11,8 +11,8 @@ Engine      owns one backend, one batcher per board size (sharing one worker
 worker      a coroutine that plays games one after another; workers above the
             current ``parallel_games`` leave after their game, new ones start
             when it grows.
-status      ``engine.status()``: a plain dict (it crosses process
-            boundaries) with the merged counters, the loop's CPU time, the
+status      ``engine.status()``: a ``Status`` record (``status.py``; it
+            crosses process boundaries) with the merged counters, the loop's CPU time, the
             live settings, ``warm_at`` (elapsed seconds at the first
             status after a move was played: rates count from there), the
             games in progress, ``draining`` (True once no new game will
@@ -44,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from dataclasses import asdict
+from dataclasses import replace
 
 import numpy as np
 
@@ -57,6 +57,7 @@ from ..net.swap import SwappableBackend
 from ..search.mcts import Search
 from .config import SelfplayConfig
 from .game import LiveGame, play_game
+from .status import EngineSettings, Status
 from .switch import MakeBackend, NetworkSwitch
 from .writer import ChunkWriter
 from .writer_proc import WriterProcess
@@ -260,38 +261,39 @@ class Engine:
         self.writer.close()
 
     # ---- figures -------------------------------------------------------
-    def status(self) -> dict:
-        counters = merge([bt.counters.as_dict() for bt in self.batchers.values()])
+    def status(self) -> Status:
+        counters = merge([bt.counters.snapshot() for bt in self.batchers.values()])
         elapsed = time.perf_counter() - self._t0
-        if self._warm_at is None and counters.get("moves", 0) > 0:
+        if self._warm_at is None and counters.moves > 0:
             self._warm_at = elapsed  # a whole search has run: every compiled path is loaded
-        return {
-            "warm_at": self._warm_at,
-            "t": time.perf_counter(),
-            "elapsed": elapsed,
-            "loop_cpu_s": self._clock.cpu_s() if self._clock else 0.0,
-            "counters": counters,
-            "settings": {
-                "batch_size": next(iter(self.batchers.values())).batch_size,
-                "parallel_games": self.parallel_games,
-                "timeout_ms": next(iter(self.batchers.values())).timeout_ms,
-                "paused": self.paused,
-                "device": str(getattr(self.backend, "device", "cpu")),
-                "leaves_per_await": self.search_cfg.leaves_per_await,
-                "batches_in_flight": self.worker.dispatch.bound,
-            },
-            "device_rates": dict(self.device_rates),
-            "device_best": max(self.measured_best, counters.get("best_rate", 0.0)) if self.measured_best > 0 else 0.0,
-            "draining": not self._want_more_games(),
-            "games": [asdict(g) for g in self.live.values()],
-            "finished": self.finished,
-            "chunks": self.writer.chunks_written,
-            "positions_written": self.writer.positions_written,
-            "pid": os.getpid(),
-            "network": self.switch.current.label,
-            "networks": [n.label for n in self.switch.history[-NETWORKS_SHOWN:]],
-            "network_error": self.switch.error,
-        }
+        first = next(iter(self.batchers.values()))
+        return Status(
+            warm_at=self._warm_at,
+            t=time.perf_counter(),
+            elapsed=elapsed,
+            loop_cpu_s=self._clock.cpu_s() if self._clock else 0.0,
+            counters=counters,
+            settings=EngineSettings(
+                batch_size=first.batch_size,
+                parallel_games=self.parallel_games,
+                timeout_ms=first.timeout_ms,
+                paused=self.paused,
+                device=str(getattr(self.backend, "device", "cpu")),
+                leaves_per_await=self.search_cfg.leaves_per_await,
+                batches_in_flight=self.worker.dispatch.bound,
+            ),
+            device_rates=dict(self.device_rates),
+            device_best=max(self.measured_best, counters.best_rate) if self.measured_best > 0 else 0.0,
+            draining=not self._want_more_games(),
+            games=[replace(g) for g in self.live.values()],
+            finished=self.finished,
+            chunks=self.writer.chunks_written,
+            positions_written=self.writer.positions_written,
+            pid=os.getpid(),
+            network=self.switch.current.label,
+            networks=[n.label for n in self.switch.history[-NETWORKS_SHOWN:]],
+            network_error=self.switch.error,
+        )
 
 
 class _WorkerControls:

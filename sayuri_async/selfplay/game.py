@@ -40,6 +40,7 @@ from ..go import board as B
 from ..go.game import Game
 from ..go.scoring import ownership, result_string
 from ..search.mcts import Search, SearchResult
+from ..search.value import winrate
 from .config import SelfplayConfig
 
 
@@ -75,7 +76,7 @@ class GameRecord:
         self.to_move.append(to_move)
         self.full_search.append(not move.reduced)
         self.after_resign.append(after_resign)
-        self.root_value.append(winrate(res))
+        self.root_value.append(winrate(res.value))
 
     def finish(self, game: Game, resigned: int) -> None:
         """Score the final position; ``resigned``: the colour that resigned
@@ -178,11 +179,6 @@ class Controls(Protocol):
         ...
 
 
-def winrate(res: SearchResult) -> float:
-    """The search's root value as the side to move's winrate in [0, 1]."""
-    return (res.value + 1.0) / 2.0
-
-
 async def play_game(
     cfg: SelfplayConfig,
     search: Search,
@@ -217,14 +213,14 @@ async def play_game(
         rec.add_position(np.packbits(planes.reshape(enc.planes, -1), axis=-1), res, move, to_move,
                          after_resign=resignation.would_resign != 0)
         game.play(res.action)
-        game.comments[-1] = (f"visits {int(res.visits.sum())} winrate {winrate(res):.3f}"
+        game.comments[-1] = (f"visits {int(res.visits.sum())} winrate {winrate(res.value):.3f}"
                              + (" (fast)" if move.reduced else ""))
         counters.moves += 1
         if live is not None:
             live.move = len(game.moves)
             live.playouts = res.playouts
-            live.value = winrate(res)
-        if resignation.see(to_move, winrate(res)) and not plan.play_out:
+            live.value = winrate(res.value)
+        if resignation.see(to_move, winrate(res.value)) and not plan.play_out:
             break
     rec.finish(game, resignation.would_resign if not plan.play_out else 0)
     counters.games += 1

@@ -6,7 +6,7 @@ Vocabulary
 control     a dict the runner hands to every engine's ``control()``:
             ``{"batch_size": 64}``, ``{"parallel_games": 128}``,
             ``{"timeout_ms": 2.0}``, ``{"pause": True}``, ``{"stop": True}``.
-settings    the engines' live values (``status()["settings"]``); the handler
+settings    the engines' live values (``EngineSettings``, ``status.py``); the handler
             works on a copy so that several presses compound before the
             engines report back.
 a           sets parallel_games to the rule of thumb (``report.games_needed``:
@@ -32,6 +32,7 @@ import threading
 from dataclasses import dataclass
 
 from .report import games_needed
+from .status import EngineSettings
 
 FIELDS = ("batch_size", "parallel_games", "timeout_ms")
 TIMEOUT_LADDER = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0)
@@ -71,7 +72,7 @@ class KeyHandler:
     quit: bool = False
     _esc: str = ""
 
-    def feed(self, chars: str, settings: dict) -> list[dict]:
+    def feed(self, chars: str, settings: EngineSettings) -> list[dict]:
         """Apply each character to ``settings`` (changed in place) and return
         the controls to send, in order."""
         out: list[dict] = []
@@ -94,7 +95,7 @@ class KeyHandler:
             return None
         return ch
 
-    def _key(self, key: str, s: dict) -> list[dict]:
+    def _key(self, key: str, s: EngineSettings) -> list[dict]:
         if key in ("b", "B"):
             return self._change("batch_size", key == "B", s)
         if key in ("g", "G"):
@@ -111,13 +112,13 @@ class KeyHandler:
             self.message = f"selected {self.selected}"
             return []
         if key == "a":
-            want = min(self.max_games, games_needed(int(s.get("batch_size", 1)), int(s.get("leaves_per_await", 1))))
-            s["parallel_games"] = want
+            want = min(self.max_games, games_needed(s.batch_size, s.leaves_per_await))
+            s.parallel_games = want
             self.message = f"parallel_games -> {want} (rule of thumb)"
             return [{"parallel_games": want}]
         if key in ("p", " "):
-            paused = not s.get("paused", False)
-            s["paused"] = paused
+            paused = not s.paused
+            s.paused = paused
             self.message = "paused: games stop after the search of their current move" if paused else "resumed"
             return [{"pause": paused}]
         if key in ("q", "Q"):
@@ -126,9 +127,9 @@ class KeyHandler:
             return [{"stop": True}]
         return []
 
-    def _change(self, name: str, up: bool, s: dict) -> list[dict]:
+    def _change(self, name: str, up: bool, s: EngineSettings) -> list[dict]:
         self.selected = name
-        old = s.get(name, 0)
+        old = getattr(s, name)
         if name == "timeout_ms":
             new: float | int = step_timeout(float(old), up)
         else:
@@ -141,7 +142,7 @@ class KeyHandler:
         if new == old:
             self.message = f"{name} stays {old} (limit)"
             return []
-        s[name] = new
+        setattr(s, name, new)
         self.message = f"{name} {old:g} -> {new:g}"
         return [{name: new}]
 

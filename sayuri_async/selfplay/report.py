@@ -3,13 +3,14 @@ the plain-text reporter (used with ``--no-tui`` or when stdout is no terminal).
 
 Vocabulary
 ----------
-aggregate   several processes' status dicts -> one: counters added up, loop
+aggregate   several processes' ``Status`` records -> one: counters added up, loop
             CPU time summed, number of loops, per-process loop clocks, the
             settings of the first, the device's best rate
-            (``device_best_of``) and ``draining`` (every process has
-            started its last game).
-figures     ``rates`` between two aggregates plus what needs the processes
-            apart: loop busy per process (and its maximum), GPU busy per
+            (``device_best_of``), ``draining`` (every process has
+            started its last game), ``network`` (the networks playing now,
+            joined) and ``networks`` (every one played, in order).
+figures     ``Figures``: ``rates`` between two aggregates plus what needs the
+            processes apart: loop busy per process (and its maximum), GPU busy per
             device (busy time summed over the processes sharing it, capped
             at 100%), games in progress, ``draining``.
 Window      keeps recent aggregates and gives figures over the last
@@ -27,8 +28,7 @@ rule of thumb  enough games for two batches of requests in flight, so one
             batch fills while the other runs: each game has up to
             ``leaves_per_await`` requests waiting, hence ``parallel_games``
             about 2 x ``batch_size`` / ``leaves_per_await`` (2 x batch_size
-            with one leaf per await). ``games_needed`` computes it; settings
-            dicts may carry ``leaves_per_await`` (1 when absent).
+            with one leaf per await). ``games_needed`` computes it.
 """
 from __future__ import annotations
 
@@ -37,9 +37,10 @@ import os
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ..infer.stats import add_efficiency, merge, rates
+from ..infer.stats import Counters, Rates, add_efficiency, merge, rates
+from .status import EngineSettings, Status
 
 # verdict thresholds (fractions of wall time, of batch_size, of the device's best)
 LOOP_SATURATED = 0.90  # an event loop this busy cannot search any faster
@@ -54,35 +55,34 @@ KINDS = ("warming up", "paused", "finishing", "device-bound", "batch too small",
          "contended", "latency-bound", "balanced")
 
 
-def aggregate(statuses: list[dict]) -> dict:
+def aggregate(statuses: list[Status]) -> Status | None:
     if not statuses:
-        return {}
-    return {
-        "t": max(s["t"] for s in statuses),
-        "elapsed": max(s["elapsed"] for s in statuses),
-        "loop_cpu_s": sum(s["loop_cpu_s"] for s in statuses),
-        "loops": len(statuses),
-        "procs": {str(s.get("pid", i)): (s["t"], s["loop_cpu_s"]) for i, s in enumerate(statuses)},
-        "counters": merge([s["counters"] for s in statuses]),
-        "settings": statuses[0]["settings"],
-        "device_best": device_best_of(statuses),
-        "draining": all(s.get("draining", False) for s in statuses),
-        "device_rates": device_rates_of(statuses),
-        "warm_at": None if any(s.get("warm_at") is None for s in statuses)
-        else max(s["warm_at"] for s in statuses),
-        "games": [g for s in statuses for g in s["games"]],
-        "finished": sum(s["finished"] for s in statuses),
-        "chunks": sum(s["chunks"] for s in statuses),
-        "positions_written": sum(s["positions_written"] for s in statuses),
-        "network": network_of_statuses(statuses),
-        "networks_played": list(dict.fromkeys(n for s in statuses for n in s.get("networks", []))),
-    }
+        return None
+    return Status(
+        t=max(s.t for s in statuses),
+        elapsed=max(s.elapsed for s in statuses),
+        loop_cpu_s=sum(s.loop_cpu_s for s in statuses),
+        loops=len(statuses),
+        procs={s.proc if s.pid else str(i): (s.t, s.loop_cpu_s) for i, s in enumerate(statuses)},
+        counters=merge([s.counters for s in statuses]),
+        settings=statuses[0].settings,
+        device_best=device_best_of(statuses),
+        draining=all(s.draining for s in statuses),
+        device_rates=device_rates_of(statuses),
+        warm_at=None if any(s.warm_at is None for s in statuses) else max(s.warm_at for s in statuses),
+        games=[g for s in statuses for g in s.games],
+        finished=sum(s.finished for s in statuses),
+        chunks=sum(s.chunks for s in statuses),
+        positions_written=sum(s.positions_written for s in statuses),
+        network=network_of_statuses(statuses),
+        networks=list(dict.fromkeys(n for s in statuses for n in s.networks)),
+    )
 
 
-def network_of_statuses(statuses) -> str:
+def network_of_statuses(statuses: list[Status]) -> str:
     """The network the engines play now (several, joined, while some have
     not swapped yet); "" when the statuses do not say."""
-    return ", ".join(dict.fromkeys(s["network"] for s in statuses if s.get("network")))
+    return ", ".join(dict.fromkeys(s.network for s in statuses if s.network))
 
 
 def device_best_of(statuses) -> float:
@@ -93,57 +93,63 @@ def device_best_of(statuses) -> float:
     multiplies by the number of devices)."""
     per_device: dict[str, list[float]] = {}
     for s in statuses:
-        per_device.setdefault(str(s.get("settings", {}).get("device", "cpu")), []).append(s.get("device_best", 0.0))
+        per_device.setdefault(str(s.settings.device), []).append(s.device_best)
     return max((sum(v) if d == "cpu" else max(v) for d, v in per_device.items()), default=0.0)
 
 
 def device_rates_of(statuses) -> dict:
     """The device's measured rates from engine statuses (the fullest set:
     processes of one device measure the same device)."""
-    return max((s.get("device_rates") or {} for s in statuses), key=len, default={})
+    return max((s.device_rates for s in statuses), key=len, default={})
 
 
-def _zeros(counters: dict) -> dict:
-    out: dict = {}
-    for k, v in counters.items():
-        if isinstance(v, dict):
-            out[k] = {kk: 0 for kk in v}
-        else:
-            out[k] = 0 * v
-    return out
+@dataclass
+class Figures(Rates):
+    """``rates`` between two aggregates with what needs the processes apart;
+    while warming up only ``warming``, ``elapsed`` and ``games_live`` are
+    set."""
+    warming: bool = False
+    loop_busy_procs: list[float] = field(default_factory=list)
+    loop_busy_max: float = 0.0
+    device_rates: dict[int, float] = field(default_factory=dict)
+    games_live: int = 0
+    draining: bool = False
+    elapsed: float = 0.0
+    host_load: float = 0.0
+    cores: int = 1
+    procs: int = 1
 
 
-def figures(a: dict | None, b: dict, devices: int = 1) -> dict:
+def figures(a: Status | None, b: Status, devices: int = 1) -> Figures:
     """Figures from aggregate ``a`` to ``b``; from the engines' start when
-    ``a`` is None. Adds ``loop_busy_procs``, ``loop_busy_max``,
-    ``games_live`` and ``elapsed`` to ``rates``' keys; ``gpu_busy`` is per
-    device."""
+    ``a`` is None. ``gpu_busy`` is per device."""
     if a is None:
-        dt = b["elapsed"]
-        r = rates(_zeros(b["counters"]), b["counters"], dt, b["loop_cpu_s"], b.get("loops", 1))
-        per_proc = [cpu / max(dt, 1e-9) for _, cpu in b.get("procs", {}).values()]
-        busy = b["counters"].get("busy_s", 0.0)
+        dt = b.elapsed
+        r = rates(Counters(), b.counters, dt, b.loop_cpu_s, b.loops)
+        per_proc = [cpu / max(dt, 1e-9) for _, cpu in b.procs.values()]
+        busy = b.counters.busy_s
     else:
-        dt = b["elapsed"] - a["elapsed"]
-        r = rates(a["counters"], b["counters"], dt, b["loop_cpu_s"] - a["loop_cpu_s"], b.get("loops", 1))
+        dt = b.elapsed - a.elapsed
+        r = rates(a.counters, b.counters, dt, b.loop_cpu_s - a.loop_cpu_s, b.loops)
         per_proc = []
-        for pid, (t1, cpu1) in b.get("procs", {}).items():
-            t0, cpu0 = a.get("procs", {}).get(pid, (None, None))
+        for pid, (t1, cpu1) in b.procs.items():
+            t0, cpu0 = a.procs.get(pid, (None, None))
             if t0 is not None and t1 > t0:
                 per_proc.append((cpu1 - cpu0) / (t1 - t0))
-        busy = b["counters"].get("busy_s", 0.0) - a["counters"].get("busy_s", 0.0)
-    r["gpu_busy"] = min(busy / max(dt, 1e-9) / max(devices, 1), 1.0)
-    r["loop_busy_procs"] = [min(max(x, 0.0), 1.0) for x in per_proc]
-    r["loop_busy_max"] = max(r["loop_busy_procs"], default=r["loop_busy"])
-    add_efficiency(r, b.get("device_best", 0.0), int(b.get("settings", {}).get("batch_size", 0)), devices)
-    r["device_rates"] = b.get("device_rates") or {}
-    r["games_live"] = len(b.get("games", []))
-    r["draining"] = bool(b.get("draining", False))
-    r["elapsed"] = b["elapsed"]
-    r["host_load"] = host_load()
-    r["cores"] = os.cpu_count() or 1
-    r["procs"] = b.get("loops", 1)
-    return r
+        busy = b.counters.busy_s - a.counters.busy_s
+    f = Figures(**vars(r))
+    f.gpu_busy = min(busy / max(dt, 1e-9) / max(devices, 1), 1.0)
+    f.loop_busy_procs = [min(max(x, 0.0), 1.0) for x in per_proc]
+    f.loop_busy_max = max(f.loop_busy_procs, default=f.loop_busy)
+    add_efficiency(f, b.device_best, int(b.settings.batch_size), devices)
+    f.device_rates = b.device_rates
+    f.games_live = len(b.games)
+    f.draining = b.draining
+    f.elapsed = b.elapsed
+    f.host_load = host_load()
+    f.cores = os.cpu_count() or 1
+    f.procs = b.loops
+    return f
 
 
 def host_load() -> float:
@@ -159,50 +165,49 @@ class Window:
     the first searches, CUDA graph capture) is left out: an aggregate counts
     from the engines' ``warm_at`` on (the first status after a move was
     played); before that ``recent()`` and ``overall()`` give only
-    ``{"warming": True, ...}``, never rates."""
+    ``Figures(warming=True, ...)``, never rates."""
 
     def __init__(self, seconds: float = 5.0, devices: int = 1) -> None:
         self.seconds = seconds
         self.devices = devices
-        self.items: deque[dict] = deque()
-        self.first_warm: dict | None = None
+        self.items: deque[Status] = deque()
+        self.first_warm: Status | None = None
 
-    def push(self, agg: dict) -> None:
-        if not agg:
+    def push(self, agg: Status | None) -> None:
+        if agg is None:
             return
         if self.first_warm is None and _is_warm(agg):
             self.first_warm = agg
         self.items.append(agg)
-        while len(self.items) > 2 and agg["elapsed"] - self.items[0]["elapsed"] > self.seconds:
+        while len(self.items) > 2 and agg.elapsed - self.items[0].elapsed > self.seconds:
             self.items.popleft()
 
-    def _between(self, a: dict | None, b: dict) -> dict:
+    def _between(self, a: Status | None, b: Status) -> Figures:
         return figures(a, b, self.devices)
 
-    def _warming(self) -> dict:
+    def _warming(self) -> Figures:
         last = self.items[-1]
-        return {"warming": True, "elapsed": last["elapsed"], "games_live": len(last.get("games", []))}
+        return Figures(warming=True, elapsed=last.elapsed, games_live=len(last.games))
 
-    def recent(self) -> dict:
+    def recent(self) -> Figures | None:
         if not self.items:
-            return {}
+            return None
         warm = [a for a in self.items if _is_warm(a)]
         if len(warm) < 2:
             return self._warming()
         return self._between(warm[0], warm[-1])
 
-    def overall(self) -> dict:
+    def overall(self) -> Figures | None:
         if not self.items:
-            return {}
+            return None
         last = self.items[-1]
         if self.first_warm is None or last is self.first_warm:
             return self._warming()
         return self._between(self.first_warm, last)
 
 
-def _is_warm(agg: dict) -> bool:
-    w = agg.get("warm_at")
-    return w is not None and agg["elapsed"] >= w
+def _is_warm(agg: Status) -> bool:
+    return agg.warm_at is not None and agg.elapsed >= agg.warm_at
 
 
 class History:
@@ -210,17 +215,18 @@ class History:
 
     def __init__(self, seconds: float = 60.0) -> None:
         self.seconds = seconds
-        self.items: deque[tuple[float, dict]] = deque()
+        self.items: deque[tuple[float, Figures]] = deque()
 
-    def push(self, elapsed: float, fig: dict) -> None:
-        if not fig:
+    def push(self, elapsed: float, fig: Figures | None) -> None:
+        if fig is None:
             return
         self.items.append((elapsed, fig))
         while self.items and elapsed - self.items[0][0] > self.seconds:
             self.items.popleft()
 
-    def series(self, key: str) -> list[float]:
-        return [float(f.get(key, 0.0)) for _, f in self.items]
+    def series(self, name: str) -> list[float]:
+        """Figure ``name`` (a field of ``Figures``) of each update."""
+        return [float(getattr(f, name)) for _, f in self.items]
 
 
 @dataclass(frozen=True)
@@ -238,14 +244,14 @@ def _bucket_rate(rates: dict[int, float], b: int) -> float | None:
     return next((rates[k] for k in sorted(rates) if k >= b), None)
 
 
-def _larger_batch(r: dict, b: int, loop: float) -> int | None:
+def _larger_batch(r: Figures, b: int, loop: float) -> int | None:
     """The smallest batch size (a bucket of the device's rates) that gives
     at least 95% of the most evals/s any larger bucket promises with the loop
     projected at most ``LOOP_ROOM`` busy, when it beats ``b``'s bucket by
     ``BUCKET_GAIN``; else None."""
-    rates = {int(k): float(v) for k, v in (r.get("device_rates") or {}).items()}
+    rates = {int(k): float(v) for k, v in r.device_rates.items()}
     now = _bucket_rate(rates, b)
-    evals = r.get("nnEvals/s", 0.0)
+    evals = r.nn_evals_s
     if not now or evals <= 0:
         return None
     fits = {k: rate for k, rate in rates.items() if k > b and loop * rate / evals <= LOOP_ROOM}
@@ -255,52 +261,51 @@ def _larger_batch(r: dict, b: int, loop: float) -> int | None:
     return min(k for k, rate in fits.items() if rate >= 0.95 * top)
 
 
-def diagnose(r: dict, settings: dict) -> Verdict:
+def diagnose(r: Figures | None, settings: EngineSettings) -> Verdict:
     """Which side limits throughput (``_diagnose``), except for a run's last
     games: while the run drains, with fewer games left than
     ``games_needed`` or a verdict that asks for more games, it is
     "finishing" (see the vocabulary)."""
     v = _diagnose(r, settings)
-    if v.kind in ("warming up", "paused") or not r.get("draining"):
+    if v.kind in ("warming up", "paused") or not r.draining:
         return v
-    b = int(settings.get("batch_size", 1) or 1)
-    need = games_needed(b, int(settings.get("leaves_per_await", 1) or 1))
-    live = int(r.get("games_live", 0))
+    b = settings.batch_size or 1
+    need = games_needed(b, settings.leaves_per_await or 1)
+    live = r.games_live
     if live < need or "parallel_games" in v.advice:
         return Verdict("finishing", f"finishing: {live} game(s) left of the run, no new ones start; "
                                     f"{_figures_text(r, settings)}: batches of {b} stay part-full until the end")
     return v
 
 
-def _figures_text(r: dict, settings: dict) -> str:
+def _figures_text(r: Figures, settings: EngineSettings) -> str:
     """Busy, efficiency, batch fill and loop, as the verdicts quote them."""
-    eff = r.get("device_efficiency")
+    eff = r.device_efficiency
     eff_txt = f", {eff:.0%} of the device's best" if eff is not None else ""
-    return (f"{busy_label(settings)} {r.get('gpu_busy', 0.0):.0%} busy{eff_txt}, batches "
-            f"{r.get('avgBatchSize', 0.0):.0f} of {int(settings.get('batch_size', 1) or 1)}, "
-            f"loop {r.get('loop_busy_max', r.get('loop_busy', 0.0)):.0%}")
+    return (f"{busy_label(settings.device)} {r.gpu_busy:.0%} busy{eff_txt}, batches "
+            f"{r.avg_batch_size:.0f} of {settings.batch_size or 1}, "
+            f"loop {r.loop_busy_max:.0%}")
 
 
-def _diagnose(r: dict, settings: dict) -> Verdict:
+def _diagnose(r: Figures | None, settings: EngineSettings) -> Verdict:
     """Which side limits throughput, from ``figures`` ``r``, and the lever.
 
     Order matters: first a busy device (is it running full batches of a size
     it does well on?), then a saturated loop or leaf encoding (the worker
     thread's, ``encode_busy``; more processes, while there are cores for
     them), too few games, a machine taken by other programs,
-    and round trips. ``settings`` may carry ``leaves_per_await`` and
-    ``batches_in_flight``."""
-    if settings.get("paused"):
+    and round trips."""
+    if settings.paused:
         return Verdict("paused", "paused: press p to resume")
-    if not r or r.get("warming") or r.get("nnEvals/s", 0) <= 0:
+    if r is None or r.warming or r.nn_evals_s <= 0:
         return Verdict("warming up", "warming up: loading compiled code and opening games; rates follow the first batches")
-    dev = busy_label(settings)
-    loop = r.get("loop_busy_max", r.get("loop_busy", 0.0))
-    gpu = r.get("gpu_busy", 0.0)
-    b, p = int(settings.get("batch_size", 1) or 1), int(settings.get("parallel_games", 0))
-    leaves = int(settings.get("leaves_per_await", 1) or 1)
-    procs, cores = int(r.get("procs", 1)), int(r.get("cores", 1))
-    avg = r.get("avgBatchSize", 0.0)
+    dev = busy_label(settings.device)
+    loop = r.loop_busy_max
+    gpu = r.gpu_busy
+    b, p = settings.batch_size or 1, settings.parallel_games
+    leaves = settings.leaves_per_await or 1
+    procs, cores = r.procs, r.cores
+    avg = r.avg_batch_size
     fill = avg / b
     need = games_needed(b, leaves)
     figs = _figures_text(r, settings)
@@ -319,20 +324,20 @@ def _diagnose(r: dict, settings: dict) -> Verdict:
             return Verdict("starved", f"starved: {figs}: too few games to fill a batch: parallel_games {p} < "
                                       f"{rule_text(b, leaves)}: raise parallel_games to {need}",
                            {"parallel_games": need})
-        inflight = int(settings.get("batches_in_flight", 2) or 2)
+        inflight = settings.batches_in_flight or 2
         if inflight > 2:
             return Verdict("fragmented", f"fragmented: {figs}: {inflight} batches in flight hold requests back "
                                          f"from the filling batch: set batches_in_flight to 2",
                            {"batches_in_flight": 2})
         return Verdict("fragmented", f"fragmented: {figs} with {p} games: raise parallel_games to {2 * p}",
                        {"parallel_games": 2 * p})
-    encode = r.get("encode_busy", 0.0)
+    encode = r.encode_busy
     if loop >= LOOP_SATURATED or encode >= LOOP_SATURATED:
         if loop >= encode:
-            us = r.get("loop_us_per_request", 0.0)
+            us = r.loop_us_per_request
             side = f"loop {loop:.0%} busy" + (f" ({us:.1f} us of CPU per request)" if us > 0 else "")
         else:  # the worker thread that encodes each batch's leaves before it runs
-            us = r.get("encode_us_per_request", 0.0)
+            us = r.encode_us_per_request
             side = f"leaf encoding {encode:.0%} busy" + (f" ({us:.1f} us per request)" if us > 0 else "")
         if procs < cores:
             more = min(cores, 2 * procs)
@@ -343,12 +348,12 @@ def _diagnose(r: dict, settings: dict) -> Verdict:
     if p < need:
         return Verdict("starved", f"starved: {figs}: parallel_games {p} < {rule_text(b, leaves)}: "
                                   f"raise parallel_games to {need}", {"parallel_games": need})
-    load = r.get("host_load", 0.0)
+    load = r.host_load
     if load >= 1.0 and procs < cores and max(loop, gpu) < GPU_IDLE:
         return Verdict("contended", f"contended: loop {loop:.0%}, {dev} {gpu:.0%} while the machine's load is "
                                     f"{load:.1f} per core with {procs} engine process(es): other programs take the CPU")
     if max(loop, gpu) < GPU_IDLE:
-        return Verdict("latency-bound", f"latency-bound: {figs} at {r.get('nnBatches/s', 0.0):.0f} batches/s: the "
+        return Verdict("latency-bound", f"latency-bound: {figs} at {r.nn_batches_s:.0f} batches/s: the "
                                         f"loop waits on round trips: raise parallel_games to {2 * p}",
                        {"parallel_games": 2 * p})
     return Verdict("balanced", f"balanced: {figs}")
@@ -366,61 +371,58 @@ def rule_text(batch_size: int, leaves_per_await: int = 1) -> str:
     return f"{GAMES_PER_BATCH} x batch_size {batch_size} / leaves_per_await {leaves_per_await} = {need}"
 
 
-def verdict(r: dict, settings: dict) -> str:
+def verdict(r: Figures | None, settings: EngineSettings) -> str:
     """The verdict's text."""
     return diagnose(r, settings).text
 
 
-def busy_label(settings: dict) -> str:
-    """What the busy figure measures: a GPU (or the device model's modeled
-    one), or the backend on the CPU."""
-    return "GPU" if str(settings.get("device", "cuda")).startswith(("cuda", "model")) else "backend"
+def busy_label(device: str) -> str:
+    """What the busy figure of ``device`` measures: a GPU (or the device
+    model's modeled one), or the backend on the CPU."""
+    return "GPU" if device.startswith(("cuda", "model")) else "backend"
 
 
-def summary_lines(agg: dict, overall: dict) -> list[str]:
-    if not agg:
+def summary_lines(agg: Status | None, overall: Figures | None) -> list[str]:
+    if agg is None:
         return ["no figures"]
     lines = [
-        f"games {agg['finished']}  positions {agg['positions_written']} in {agg['chunks']} chunk(s)  "
-        f"elapsed {agg['elapsed']:.1f}s",
+        f"games {agg.finished}  positions {agg.positions_written} in {agg.chunks} chunk(s)  "
+        f"elapsed {agg.elapsed:.1f}s",
     ]
-    if overall.get("warming"):
+    if overall is not None and overall.warming:
         lines.append("no rates: the run ended while warming up")
-    elif overall:
-        eff = overall.get("device_efficiency")
-        eff_txt = f"device efficiency {eff:.0%}  " if eff is not None else ""
+    elif overall is not None:
         lines.append(
-            f"nnEvals/s {overall['nnEvals/s']:.0f}  avgBatchSize {overall['avgBatchSize']:.1f} "
-            f"(fill {overall.get('batch_fill', 0.0):.0%})  {eff_txt}"
-            f"{busy_label(agg.get('settings', {}))} busy {overall['gpu_busy']:.0%}  loop busy {overall['loop_busy']:.0%}  "
-            f"games/s {overall['games/s']:.2f}  cache hits {overall['cache_hit_rate']:.0%}"
+            f"nnEvals/s {overall.nn_evals_s:.0f}  avgBatchSize {overall.avg_batch_size:.1f} "
+            f"(fill {overall.batch_fill:.0%})  {_eff(overall, 'device efficiency {:.0%}  ')}"
+            f"{busy_label(agg.settings.device)} busy {overall.gpu_busy:.0%}  loop busy {overall.loop_busy:.0%}  "
+            f"games/s {overall.games_s:.2f}  cache hits {overall.cache_hit_rate:.0%}"
         )
-    if agg.get("networks_played"):
-        lines.append(f"networks played: {', '.join(agg['networks_played'])}")
+    if agg.networks:
+        lines.append(f"networks played: {', '.join(agg.networks)}")
     return lines
 
 
-def plain_line(agg: dict, r: dict, leaves_per_await: int = 1) -> str:
+def plain_line(agg: Status, r: Figures, leaves_per_await: int = 1) -> str:
     """One progress line of figures and the verdict (no rates while warming up)."""
-    s = {**agg["settings"], "leaves_per_await": leaves_per_await}
-    if r.get("warming"):
-        return (f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
-                f"| {diagnose(r, s).text}")
-    return (f"[{agg['elapsed']:7.1f}s] games {agg['finished']:5d} live {len(agg['games']):3d}  "
-            f"evals/s {r['nnEvals/s']:8.0f}{_eff(r)}  batch {r['avgBatchSize']:5.1f}/{s['batch_size']}  "
-            f"parallel {s['parallel_games']}  {busy_label(s).lower()} {r['gpu_busy']:4.0%}  "
-            f"loop {r.get('loop_busy_max', r['loop_busy']):4.0%} "
-            f"{r.get('loop_us_per_request', 0.0):5.1f} us/request  "
-            f"moves/s {r['moves/s']:6.1f}{_net(agg)}  | {diagnose(r, s).text}")
+    s = replace(agg.settings, leaves_per_await=leaves_per_await)
+    head = f"[{agg.elapsed:7.1f}s] games {agg.finished:5d} live {len(agg.games):3d}  "
+    if r.warming:
+        return f"{head}| {diagnose(r, s).text}"
+    return (f"{head}evals/s {r.nn_evals_s:8.0f}{_eff(r, ' (eff {:4.0%})')}  batch {r.avg_batch_size:5.1f}/{s.batch_size}  "
+            f"parallel {s.parallel_games}  {busy_label(s.device).lower()} {r.gpu_busy:4.0%}  "
+            f"loop {r.loop_busy_max:4.0%} "
+            f"{r.loop_us_per_request:5.1f} us/request  "
+            f"moves/s {r.moves_s:6.1f}{_net(agg)}  | {diagnose(r, s).text}")
 
 
-def _net(agg: dict) -> str:
-    return f"  net {agg['network']}" if agg.get("network") else ""
+def _net(agg: Status) -> str:
+    return f"  net {agg.network}" if agg.network else ""
 
 
-def _eff(r: dict) -> str:
-    eff = r.get("device_efficiency")
-    return f" (eff {eff:4.0%})" if eff is not None else ""
+def _eff(r: Figures, form: str) -> str:
+    """``form`` with the device efficiency, or "" without a device."""
+    return form.format(r.device_efficiency) if r.device_efficiency is not None else ""
 
 
 class PlainReporter:
@@ -437,20 +439,19 @@ class PlainReporter:
         self.window = Window(devices=devices)
         self._last = 0.0
 
-    def update(self, statuses: list[dict]) -> list[dict]:
+    def update(self, statuses: list[Status]) -> list[dict]:
         agg = aggregate(statuses)
         self.window.push(agg)
         now = time.monotonic()
-        if agg and now - self._last >= self.every:
+        if agg is not None and now - self._last >= self.every:
             self._last = now
             r = self.window.recent()
-            if r:
+            if r is not None:
                 print(plain_line(agg, r, self.leaves), file=self.stream, flush=True)
         return []
 
-    def close(self, statuses: list[dict]) -> None:
+    def close(self, statuses: list[Status]) -> None:
         agg = aggregate(statuses)
-        if agg:
-            self.window.push(agg)
+        self.window.push(agg)
         for line in summary_lines(agg, self.window.overall()):
             print(line, file=self.stream, flush=True)

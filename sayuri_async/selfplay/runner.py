@@ -4,12 +4,12 @@ device, with a reporter (the TUI or plain lines) watching and steering.
 Vocabulary
 ----------
 reporter    an object with ``update(statuses) -> list of control dicts`` called
-            about every ``interval`` seconds with one status dict per engine
-            process, and ``close(statuses)`` at the end. Controls (e.g.
+            about every ``interval`` seconds with one ``Status`` per engine
+            process (``status.py``), and ``close(statuses)`` at the end. Controls (e.g.
             ``{"batch_size": 64}``) go to every engine.
 engine process  with ``procs > 1`` (or several devices) each process runs its
-            own event loop, batcher and backend; it sends its status through a
-            queue and reads controls from another. ``parallel_games`` and
+            own event loop, batcher and backend; it sends its ``Status``
+            (pickled as it is) through a queue and reads controls from another. ``parallel_games`` and
             ``batch_size`` are per process.
 lifetime    SIGINT and SIGTERM stop a run cleanly (whole files only), in one
             process or many; engine processes stop the same way when their
@@ -51,6 +51,7 @@ from ..net.identity import NetworkId, network_of
 from .config import SelfplayConfig
 from .follow import WeightsFollower
 from ..usererror import RunFailure
+from .status import Status
 
 STATUS_INTERVAL = 0.5
 STOP_GRACE_S = 60.0  # an engine whose parent died has this long to write its whole games
@@ -129,9 +130,9 @@ class NetworkReports:
         self.warn = warn
         self.said: set[str] = set()
 
-    def look(self, statuses: list[dict]) -> None:
+    def look(self, statuses: list[Status]) -> None:
         for st in statuses:
-            err = st.get("network_error") if st else None
+            err = st.network_error
             if err and err not in self.said:
                 self.said.add(err)
                 self.warn(f"follow-weights: {err}")
@@ -161,7 +162,7 @@ async def _serve_engine(engine, interval: float, on_status, get_controls) -> Non
 
 def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL,
                   on_signal: OnSignal | None = None, network: NetworkId | None = None,
-                  follower: WeightsFollower | None = None, warn: Warn = _say) -> list[dict]:
+                  follower: WeightsFollower | None = None, warn: Warn = _say) -> list[Status]:
     """One engine in this process; Ctrl-C and SIGTERM stop it cleanly (and
     call ``on_signal(signum)``). ``follower`` hands it new networks."""
     from .engine import Engine
@@ -169,7 +170,7 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
     install_uvloop()
     device = cfg.device.split(",")[0]
     backend = make_engine_backend(cfg, device)
-    final: list[dict] = []
+    final: list[Status] = []
     reports = NetworkReports(warn)
 
     async def main() -> None:
@@ -183,7 +184,7 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
         stop_on_signals(asyncio.get_running_loop(), stop)
         pending: list[dict] = []
 
-        def on_status(st: dict) -> None:
+        def on_status(st: Status) -> None:
             final[:] = [st]
             reports.look([st])
             pending.extend(reporter.update([st]) or [])
@@ -220,7 +221,7 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     from .engine import Engine
 
-    final: list[dict | None] = [None]
+    final: list[Status | None] = [None]
     error: str | None = None
 
     async def main(backend) -> None:
@@ -237,7 +238,7 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
                 except queue.Empty:
                     return out
 
-        def on_status(st: dict) -> None:
+        def on_status(st: Status) -> None:
             if parent_alive(parent_pid):  # nobody reads an orphan's figures
                 status_q.put((tag, st, False, None))
 
@@ -269,7 +270,7 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
 
 def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL,
                      on_signal: OnSignal | None = None, network: NetworkId | None = None,
-                     follower: WeightsFollower | None = None, warn: Warn = _say) -> list[dict]:
+                     follower: WeightsFollower | None = None, warn: Warn = _say) -> list[Status]:
     """``cfg.procs`` engine processes per device in ``cfg.device``. SIGINT and
     SIGTERM stop them cleanly (and call ``on_signal(signum)``); they end with
     this process if it dies. A failed engine stops the others and raises
@@ -280,7 +281,7 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
     total = len(slots)
     ctx = mp.get_context("spawn")  # CUDA does not survive fork
     stamp = run_stamp()  # file names of this run differ from every earlier run's
-    latest: dict[str, dict] = {}
+    latest: dict[str, Status] = {}
     finished: set[str] = set()
     errors: dict[str, str] = {}
     procs: list = []
@@ -373,7 +374,8 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
     return final
 
 
-def run_selfplay(cfg: SelfplayConfig, reporter, on_signal: OnSignal | None = None, warn: Warn = _say) -> list[dict]:
+def run_selfplay(cfg: SelfplayConfig, reporter, on_signal: OnSignal | None = None,
+                 warn: Warn = _say) -> list[Status]:
     """Self-play in this process or in engine processes (see the vocabulary).
     A failure of the run (a full disk, a crashed engine) raises SelfplayError
     naming what failed; ``on_signal(signum)`` hears SIGINT and SIGTERM, which

@@ -28,6 +28,7 @@ import atexit
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -35,7 +36,8 @@ from rich.text import Text
 
 from .config import SelfplayConfig
 from .keys import FIELDS, HELP, KeyHandler, KeyReader
-from .report import LOOP_SATURATED, History, Window, aggregate, diagnose, games_needed, summary_lines
+from .report import LOOP_SATURATED, Figures, History, Window, aggregate, diagnose, games_needed, summary_lines
+from .status import EngineSettings, Status
 
 SPARK = "▁▂▃▄▅▆▇█"
 PENDING_S = 3.0
@@ -169,9 +171,9 @@ class TuiReporter:
         self.leaves = max(1, int(getattr(cfg.search, "leaves_per_await", 1)))
         self.reader: KeyReader | None = None
         self.live = None
-        self.agg: dict = {}
-        self.recent: dict = {}
-        self.overall: dict = {}
+        self.agg: Status | None = None
+        self.recent: Figures | None = None
+        self.overall: Figures | None = None
         self._typed: list[str] = []
         self._pending: dict[str, tuple[object, float]] = {}
         self._closed = False
@@ -179,16 +181,16 @@ class TuiReporter:
         self._changed_at = -1e9
 
     # ---- reporter protocol -------------------------------------------
-    def update(self, statuses: list[dict]) -> list[dict]:
+    def update(self, statuses: list[Status]) -> list[dict]:
         if self.interactive and self.live is None and not self._closed:
             self._start()
         agg = aggregate(statuses)
-        if agg:
+        if agg is not None:
             self.agg = agg
             self.window.push(agg)
             self.recent = self.window.recent()
             self.overall = self.window.overall()
-            self.history.push(agg["elapsed"], self.recent)
+            self.history.push(agg.elapsed, self.recent)
         chars = "".join(self._typed)
         self._typed.clear()
         if self.reader is not None:
@@ -198,9 +200,9 @@ class TuiReporter:
             self.live.update(self.view(), refresh=True)
         return controls
 
-    def close(self, statuses: list[dict]) -> None:
+    def close(self, statuses: list[Status]) -> None:
         agg = aggregate(statuses)
-        if agg:
+        if agg is not None:
             self.agg = agg
             self.window.push(agg)
             self.overall = self.window.overall()
@@ -214,18 +216,18 @@ class TuiReporter:
         """Queue key characters as if typed (handled at the next update)."""
         self._typed.append(chars)
 
-    def settings(self) -> dict:
+    def settings(self) -> EngineSettings:
         """The engines' settings with pending key changes laid over them."""
-        s = dict(self.agg.get("settings", {})) if self.agg else {
-            "batch_size": self.cfg.batch_size, "parallel_games": self.cfg.parallel_games,
-            "timeout_ms": self.cfg.timeout_ms, "paused": False}
+        s = replace(self.agg.settings) if self.agg is not None else EngineSettings(
+            batch_size=self.cfg.batch_size, parallel_games=self.cfg.parallel_games,
+            timeout_ms=self.cfg.timeout_ms, paused=False)
         now = time.monotonic()
         for k, (v, t) in list(self._pending.items()):
-            if s.get(k) == v or now - t > PENDING_S:
+            if getattr(s, k) == v or now - t > PENDING_S:
                 del self._pending[k]
             else:
-                s[k] = v
-        s["leaves_per_await"] = self.leaves
+                setattr(s, k, v)
+        s.leaves_per_await = self.leaves
         return s
 
     def handle(self, chars: str) -> list[dict]:
@@ -293,7 +295,7 @@ class TuiReporter:
         footer = self._footer(w)
         avail = (self.console.height or 50) - len(footer)
         rows = avail - len(lines) - 3
-        if rows > 0 and self.agg.get("games"):
+        if rows > 0 and self.agg is not None and self.agg.games:
             lines.append(Text(""))
             lines += self._games(w, rows)
         out = lines[:max(avail, 0)] + footer
@@ -305,19 +307,20 @@ class TuiReporter:
         return view
 
     def _header(self, w: int) -> list[Text]:
-        cfg, agg = self.cfg, self.agg
-        net = agg.get("network") or (Path(cfg.weights).name if cfg.weights else "random (no weights)")
+        cfg, agg, r = self.cfg, self.agg, self.recent
+        net = (agg.network if agg is not None else "") or (Path(cfg.weights).name if cfg.weights
+                                                             else "random (no weights)")
         boards = ", ".join(f"{n}x{n}" for n in cfg.board_sizes)
         first = Text(" sayuri-async ", style="bold reverse")
         first.append(f"  device {', '.join(self.devices)}  net {net}  board {boards}  "
                      f"procs {cfg.procs * len(self.devices)}")
         second = Text("  ")
-        second.append(f"elapsed {fmt_time(agg.get('elapsed', 0.0))}", style="bold")
-        load = self.recent.get("host_load", 0.0)
+        second.append(f"elapsed {fmt_time(agg.elapsed if agg else 0.0)}", style="bold")
+        load = r.host_load if r is not None else 0.0
         second.append(f"  load {load:.1f}/core", style="bold red" if load >= 1.0 else "")
         target = f"/{cfg.num_games}" if cfg.num_games else ""
-        second.append(f"  games {agg.get('finished', 0)}{target} done, {len(agg.get('games', []))} live")
-        if self.settings().get("paused"):
+        second.append(f"  games {agg.finished if agg else 0}{target} done, {len(agg.games) if agg else 0} live")
+        if self.settings().paused:
             second.append("  PAUSED", style="bold yellow reverse")
         if first.cell_len + second.cell_len <= w:
             return [first + second]
@@ -342,32 +345,31 @@ class TuiReporter:
         return lines
 
     def _throughput(self, w: int) -> list[Text]:
-        r, o = self.recent, self.overall
-        b = self.settings().get("batch_size", self.cfg.batch_size)
+        r, o = self.recent or Figures(), self.overall or Figures()
+        b = self.settings().batch_size
         spark_w = max(w - 40, 4)
         lines = [Text(f"{'throughput':<16}{'now':>11}{'run':>9}   last minute", style="bold")]
 
-        def row(label: str, now: str, run: str, key: str | None) -> None:
+        def row(label: str, now: str, run: str, name: str | None) -> None:
             t = Text(f"{label:<16}{now:>11}{run:>9}   ")
-            if key is None:
+            if name is None:
                 t.append("cache_size = 0", style="dim")
             else:
-                t.append(sparkline(self.history.series(key), spark_w), style="cyan")
+                t.append(sparkline(self.history.series(name), spark_w), style="cyan")
             lines.append(t)
 
-        for key in ("nnEvals/s", "nnBatches/s", "games/s", "moves/s", "playouts/s"):
-            row(key, fmt_rate(r.get(key, 0.0)), fmt_rate(o.get(key, 0.0)), key)
-        row("avgBatchSize", f"{r.get('avgBatchSize', 0.0):.1f} / {b}", f"{o.get('avgBatchSize', 0.0):.1f}",
-            "avgBatchSize")
+        for label, name in (("nnEvals/s", "nn_evals_s"), ("nnBatches/s", "nn_batches_s"), ("games/s", "games_s"),
+                            ("moves/s", "moves_s"), ("playouts/s", "playouts_s")):
+            row(label, fmt_rate(getattr(r, name)), fmt_rate(getattr(o, name)), name)
+        row("avgBatchSize", f"{r.avg_batch_size:.1f} / {b}", f"{o.avg_batch_size:.1f}", "avg_batch_size")
         if self.cfg.cache_size:
-            row("cache hit rate", f"{r.get('cache_hit_rate', 0.0):.0%}", f"{o.get('cache_hit_rate', 0.0):.0%}",
-                "cache_hit_rate")
+            row("cache hit rate", f"{r.cache_hit_rate:.0%}", f"{o.cache_hit_rate:.0%}", "cache_hit_rate")
         else:
             row("cache hit rate", "off", "", None)
         return lines
 
     def _utilization(self, w: int) -> list[Text]:
-        r = self.recent
+        r = self.recent or Figures()
         bw = max(min(w - 30, 30), 5)
         lines = [Text("utilization", style="bold")]
 
@@ -379,38 +381,38 @@ class TuiReporter:
             t.append(tail)
             lines.append(t)
 
-        eff = r.get("device_efficiency")
+        eff = r.device_efficiency
         if eff is not None:
-            row("device efficiency", min(eff, 1.0), f"  of the device's best {fmt_rate(r.get('device_best', 0.0))} "
+            row("device efficiency", min(eff, 1.0), f"  of the device's best {fmt_rate(r.device_best)} "
                                                     f"evals/s", "green" if eff >= 0.85 else "yellow")
-        row("batch fill", min(r.get("batch_fill", 0.0), 1.0), "  avgBatchSize / batch_size", "cyan")
-        g = r.get("gpu_busy", 0.0)
+        row("batch fill", min(r.batch_fill, 1.0), "  avgBatchSize / batch_size", "cyan")
+        g = r.gpu_busy
         row("GPU busy" if self.on_gpu else "backend busy", g, "  the device's own clock" if self.on_gpu else "")
         if self.probe.available:
             for dev, util, used, total in self.probe.read():
                 row(f"{dev} driver", util, f"  mem {used:.1f}/{total:.0f} GiB")
         else:
             lines.append(Text(f"{'driver (NVML)':<22}") + Text(self.probe.why or "n/a", style="dim"))
-        loops = r.get("loop_busy_procs") or [r.get("loop_busy", 0.0)]
+        loops = r.loop_busy_procs or [r.loop_busy]
         for i, x in enumerate(loops[:8]):
             row(f"loop busy p{i}", x, "", "red" if x >= LOOP_SATURATED else "yellow")
         if len(loops) > 8:
             lines.append(Text(f"{f'loop busy ({len(loops)} procs)':<22}max {max(loops):.0%}"))
-        enc = r.get("encode_busy", 0.0)
-        row("leaf encoding busy", enc, f"  {r.get('encode_us_per_request', 0.0):.1f} us per request, "
+        enc = r.encode_busy
+        row("leaf encoding busy", enc, f"  {r.encode_us_per_request:.1f} us per request, "
                                        f"in the inference worker", "red" if enc >= LOOP_SATURATED else "yellow")
-        lines.append(Text(f"{'queue depth':<22}{r.get('queue_depth', 0)} requests, "
-                          f"{r.get('in_flight', 0)} batch(es) in flight"))
-        lines.append(Text(f"{'queue wait':<22}{r.get('queue_wait_ms', 0.0):.2f} ms per request"))
-        us = r.get("loop_us_per_request", 0.0)
+        lines.append(Text(f"{'queue depth':<22}{r.queue_depth} requests, "
+                          f"{r.in_flight} batch(es) in flight"))
+        lines.append(Text(f"{'queue wait':<22}{r.queue_wait_ms:.2f} ms per request"))
+        us = r.loop_us_per_request
         if us > 0:
             lines.append(Text(f"{'loop CPU per request':<22}{us:.1f} us: at most {1e6 / us / 1000:.0f}k "
                               f"requests/s per process"))
         return lines
 
     def _bins(self) -> list[tuple[str, int]]:
-        b = int(self.settings().get("batch_size", 1))
-        return histogram_bins(self.recent["hist"], b) if "hist" in self.recent else []
+        r = self.recent
+        return histogram_bins(r.hist, self.settings().batch_size) if r is not None and not r.warming else []
 
     def _hist(self, w: int) -> list[Text]:
         bins = self._bins()
@@ -434,7 +436,7 @@ class TuiReporter:
         return t
 
     def _flush(self, w: int) -> list[Text]:
-        share = self.recent.get("flush_share", {})
+        share = self.recent.flush_share if self.recent is not None else {}
         bw = max(min(w - 20, 24), 4)
         lines = [Text("flush reasons", style="bold")]
         for key, label in (("full", "full"), ("waiting", "all waiting"), ("timeout", "timeout")):
@@ -447,7 +449,7 @@ class TuiReporter:
 
     def _settings(self, w: int) -> list[Text]:
         s = self.settings()
-        b, p = int(s.get("batch_size", 1)), int(s.get("parallel_games", 1))
+        b, p = s.batch_size, s.parallel_games
         want = games_needed(b, self.leaves)
         warn = "" if p >= want else "yellow"
         return [
@@ -457,7 +459,7 @@ class TuiReporter:
             Text(f"{'leaves_per_await':<18}{self.leaves:>6}"),
             Text(f"{'rule of thumb':<18}{want:>6}  = 2 x batch_size" + (" / leaves" if self.leaves > 1 else ""),
                  style=warn),
-            Text(f"{'timeout_ms':<18}{float(s.get('timeout_ms', 0.0)):>6g}"),
+            Text(f"{'timeout_ms':<18}{float(s.timeout_ms or 0.0):>6g}"),
             Text(f"{'processes':<18}{self.cfg.procs * len(self.devices):>6}"),
         ]
 
@@ -484,7 +486,7 @@ class TuiReporter:
         return lines
 
     def _games(self, w: int, rows: int) -> list[Text]:
-        games = sorted(self.agg.get("games", []), key=lambda g: -g.get("move", 0))
+        games = sorted(self.agg.games if self.agg is not None else [], key=lambda g: -g.move)
         multi = len(self.cfg.board_sizes) > 1
         cell = 32 if multi else 26
         groups = max(1, min(4, w // cell))
@@ -501,9 +503,9 @@ class TuiReporter:
                 if k >= len(shown):
                     break
                 g = shown[k]
-                v = float(g.get("value", 0.0))
-                size = f"{g.get('size', 0):>4} " if multi else ""
-                t.append(f"{size}{g.get('move', 0):>5} {g.get('playouts', 0):>8}  ")
+                v = float(g.value)
+                size = f"{g.size:>4} " if multi else ""
+                t.append(f"{size}{g.move:>5} {g.playouts:>8}  ")
                 t.append(f"{v:5.2f}", style="green" if v > 0.6 else "red" if v < 0.4 else "")
                 t.append(" " * (cell - (26 if multi else 21)))
             lines.append(t)

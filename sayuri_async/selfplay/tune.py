@@ -49,7 +49,8 @@ from ..console import console as wide_console
 from ..usererror import ArgumentParser, UserError, answered, check_device, input_file, output_folder, stopped_by
 from ..infer.stats import add_efficiency, rates
 from .config import SelfplayConfig, add_device_model_options, device_model_overrides, load_selfplay_config
-from .report import busy_label, device_rates_of, diagnose, host_load
+from .report import Figures, busy_label, device_rates_of, diagnose, host_load
+from .status import Status
 
 
 @dataclass(frozen=True)
@@ -171,9 +172,9 @@ class PointMeter:
         self.probe = probe
         self.clock = clock
         self.t_created = clock()
-        self.latest: dict[str, dict] = {}
+        self.latest: dict[str, Status] = {}
         self.warm_from: dict[str, float] | None = None  # each process's clock when all were running
-        self.start: dict[str, dict] | None = None  # window start statuses
+        self.start: dict[str, Status] | None = None  # window start statuses
         self.samples: list[Sample] = []
         self._driver: list[float] = []
         self.done = False
@@ -181,14 +182,14 @@ class PointMeter:
         self.error = ""
 
     # ---- reporter protocol -------------------------------------------
-    def update(self, statuses: list[dict]) -> list[dict]:
+    def update(self, statuses: list[Status]) -> list[dict]:
         for i, s in enumerate(statuses):
-            self.latest[str(s.get("pid", i))] = s
+            self.latest[str(s.pid or i)] = s
         if not self.done:
             self._advance()
         return [{"stop": True}] if self.done else []
 
-    def close(self, statuses: list[dict]) -> None:
+    def close(self, statuses: list[Status]) -> None:
         if not self.done and not self.error:  # Ctrl-C, or an engine process that died
             self.error = INTERRUPTED + ("" if self.samples else " before the first window")
 
@@ -196,59 +197,59 @@ class PointMeter:
     def _advance(self) -> None:
         sp = self.spec
         if self.warm_from is None:
-            running = [s for s in self.latest.values() if s["counters"].get("evals", 0) > 0]
+            running = [s for s in self.latest.values() if s.counters.evals > 0]
             if len(running) >= self.procs:
-                self.warm_from = {k: s["t"] for k, s in self.latest.items()}
+                self.warm_from = {k: s.t for k, s in self.latest.items()}
             elif self.clock() - self.t_created > sp.start_timeout_s:
                 self.error = f"no batches within {sp.start_timeout_s:.0f} s"
                 self.done = True
             return
         if self.start is None:
-            if all(self.latest[k]["t"] >= t0 + sp.warmup_s for k, t0 in self.warm_from.items()):
+            if all(self.latest[k].t >= t0 + sp.warmup_s for k, t0 in self.warm_from.items()):
                 self.start = dict(self.latest)
             return
         if self.probe is not None:
             u = self.probe()
             if u is not None:
                 self._driver.append(u)
-        if all(self.latest[k]["t"] >= s["t"] + sp.window_s for k, s in self.start.items()):
+        if all(self.latest[k].t >= s.t + sp.window_s for k, s in self.start.items()):
             self.samples.append(self._sample(self.start, self.latest))
             self.start = dict(self.latest)
             self._driver.clear()
             self._check_done()
 
-    def _sample(self, a: dict[str, dict], b: dict[str, dict]) -> Sample:
+    def _sample(self, a: dict[str, Status], b: dict[str, Status]) -> Sample:
         evals_s = busy_s = sum_batches_s = 0.0
         evals = batches = 0.0
         loops = []
         flush = {"full": 0, "waiting": 0, "timeout": 0}
         for k, sa in a.items():
             sb = b[k]
-            dt = sb["t"] - sa["t"]
-            r = rates(sa["counters"], sb["counters"], dt, sb["loop_cpu_s"] - sa["loop_cpu_s"])
-            evals_s += r["nnEvals/s"]
-            sum_batches_s += r["nnBatches/s"]
-            busy_s += (sb["counters"]["busy_s"] - sa["counters"]["busy_s"]) / dt
-            evals += sb["counters"]["evals"] - sa["counters"]["evals"]
-            batches += sb["counters"]["batches"] - sa["counters"]["batches"]
-            loops.append(r["loop_busy"])
+            ca, cb = sa.counters, sb.counters
+            dt = sb.t - sa.t
+            r = rates(ca, cb, dt, sb.loop_cpu_s - sa.loop_cpu_s)
+            evals_s += r.nn_evals_s
+            sum_batches_s += r.nn_batches_s
+            busy_s += (cb.busy_s - ca.busy_s) / dt
+            evals += cb.evals - ca.evals
+            batches += cb.batches - ca.batches
+            loops.append(r.loop_busy)
             for reason in flush:
-                flush[reason] += sb["counters"]["flush"].get(reason, 0) - sa["counters"]["flush"].get(reason, 0)
+                flush[reason] += cb.flush.get(reason, 0) - ca.flush.get(reason, 0)
         nflush = max(sum(flush.values()), 1)
         avg = evals / batches if batches else 0.0
         gpu = min(busy_s / max(self.devices, 1), 1.0)
-        fig = {"nnEvals/s": evals_s, "gpu_busy": gpu, "loop_busy": statistics.fmean(loops),
-               "loop_busy_max": max(loops), "avgBatchSize": avg,
-               "flush_share": {r: n / nflush for r, n in flush.items()}, "host_load": host_load(),
-               "cores": os.cpu_count() or 1, "procs": len(a), "nnBatches/s": sum_batches_s}
-        settings = {**next(iter(b.values()))["settings"], "leaves_per_await": self.leaves}
-        best = max((s.get("device_best", 0.0) for s in b.values()), default=0.0)
+        fig = Figures(nn_evals_s=evals_s, gpu_busy=gpu, loop_busy=statistics.fmean(loops), loop_busy_max=max(loops),
+                      avg_batch_size=avg, flush_share={r: n / nflush for r, n in flush.items()},
+                      host_load=host_load(), cores=os.cpu_count() or 1, procs=len(a), nn_batches_s=sum_batches_s)
+        settings = replace(next(iter(b.values())).settings, leaves_per_await=self.leaves)
+        best = max((s.device_best for s in b.values()), default=0.0)
         add_efficiency(fig, best, self.point.batch_size, self.devices)
         driver = statistics.fmean(self._driver) if self._driver else None
-        fig["device_rates"] = device_rates_of(b.values())
+        fig.device_rates = device_rates_of(b.values())
         v = diagnose(fig, settings)
-        return Sample(evals_s, gpu, fig["loop_busy"], fig["loop_busy_max"], avg, driver,
-                      v.kind, fig["device_efficiency"], fig["batch_fill"], v.advice)
+        return Sample(evals_s, gpu, fig.loop_busy, fig.loop_busy_max, avg, driver,
+                      v.kind, fig.device_efficiency, fig.batch_fill, v.advice)
 
     def _check_done(self) -> None:
         sp = self.spec
@@ -549,7 +550,7 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
                 vals = [u for _, u, _, _ in gp.read()]
                 return statistics.fmean(vals) if vals else None
         measure = engine_measure(base, probe=probe)
-    dev = busy_label({"device": base.device})
+    dev = busy_label(base.device)
     net = base.weights or ("device model " + base.device_model if dev == "GPU" and base.device.startswith("model")
                            else "random network (no weights)")
     console.print(f"tune: {net} on {base.device}, boards {base.board_sizes}, playouts {base.playouts}, "
