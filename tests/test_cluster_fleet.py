@@ -148,7 +148,6 @@ DRIVER = textwrap.dedent('''\
         for name, p in procs.items():
             if p.poll() is None and name != "fleet":
                 p.send_signal(signal.SIGTERM)  # ray start --block ends its node on SIGTERM
-        time.sleep(5)
         own = {p.pid for p in procs.values()}
         ray_tmp = os.environ["RAY_TMPDIR"].encode()
 
@@ -159,24 +158,40 @@ DRIVER = textwrap.dedent('''\
                     continue
                 try:
                     if os.getsid(int(pid)) in own or ray_tmp in Path(f"/proc/{pid}/cmdline").read_bytes():
-                        found.append(int(pid))
+                        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                            found.append(int(pid))
                 except (ProcessLookupError, FileNotFoundError, PermissionError):
                     pass
             return found
 
-        for pid in ours():
+        def settle(seconds):  # the processes of ours still alive after at most `seconds`
+            deadline = time.monotonic() + seconds
+            while (left := ours()) and time.monotonic() < deadline:
+                time.sleep(1)
+            return left
+
+        def described(pids):
+            out = []
+            for pid in pids:
+                try:
+                    out.append(f"{pid}: {Path(f'/proc/{pid}/cmdline').read_bytes()[:300]!r}")
+                except (ProcessLookupError, FileNotFoundError, PermissionError):
+                    pass
+            return out
+
+        for p in procs.values():
+            try:
+                p.wait(timeout=60)  # reaped: no zombie of ours counts as left
+            except subprocess.TimeoutExpired:
+                pass
+        stopped = settle(60)
+        report["left_after_stop"] = described(stopped)  # what the nodes' own stop did not end in a minute
+        for pid in stopped:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        time.sleep(2)
-        for p in procs.values():
-            try:
-                p.wait(timeout=10)  # reaped: no zombie of ours counts as left
-            except subprocess.TimeoutExpired:
-                pass
-        left = ours()
-        report["left_processes"] = left
+        report["left_processes"] = described(settle(20))
         report["ok"] = ok
         (work / "report.json").write_text(json.dumps(report))
 ''')
@@ -245,7 +260,7 @@ def test_a_two_node_fleet_feeds_its_trainer_plays_its_network_and_survives_a_nod
     fleet_log = (work / "fleet.log").read_text(errors="replace") if (work / "fleet.log").exists() else ""
     why = f"{report['events']}\n{fleet_log[-3000:]}\n{run.stderr[-2000:]}"
     assert report["ok"], why
-    assert report["left_processes"] == [], why
+    assert report["left_after_stop"] == [] and report["left_processes"] == [], why
     assert report.get("fleet_exit") == 0, why
     assert fleet_log.count("joined") == 2 and "left: " in fleet_log and "game(s) in progress lost" in fleet_log, why
     assert "published net-s000000010@" in fleet_log and "stopping (STOP file)" in fleet_log, why
