@@ -170,7 +170,7 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
         while time.monotonic() - t0 < PUBLISH_TIMEOUT_S:
             fleet.publish_new()
             sts = statuses()
-            if len(sts) == a.engines and all(st.get("network") == net.stem for st in sts):
+            if len(sts) == a.engines and all(str(st.get("network", "")).split("@")[0] == net.stem for st in sts):
                 publish_s = time.monotonic() - t0
                 break
             time.sleep(0.1)
