@@ -7,9 +7,10 @@ without Ray, the test skips, saying why.
 
 One run (``DRIVER``, inside the namespace): a head (``cluster head``) and a
 second node (``cluster join``), each in a process session of its own; the
-fleet (``cluster run``) with one engine per node, 7x7, the random network;
-a network dropped into ``<workspace>/weights`` mid-run, as ``train --follow``
-publishes it; node B killed mid-run (its whole session, SIGKILL, as a
+fleet (``cluster run``) with one engine per node, 7x7, the random network,
+and its trainer (``train --follow``, a tiny net, one network published after
+10 steps on the fleet's first chunks); node B killed once every engine plays
+the trainer's network (its whole session, SIGKILL, as a
 machine dies); then the STOP file. Every Ray process is ended by its session
 and the temporary folder removed. The test checks the workspace and the
 fleet's log afterwards.
@@ -28,7 +29,6 @@ import pytest
 
 from sayuri_async.chunkfile import peek_chunk, read_chunk
 
-from test_follow_weights import save_net
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,8 +59,8 @@ DRIVER = textwrap.dedent('''\
     from pathlib import Path
     from sayuri_async.chunkfile import peek_chunk
 
-    work, net = Path(sys.argv[1]), Path(sys.argv[2])
-    ws, port = work / "ws", "6411"
+    work, ws, port = Path(sys.argv[1]), Path(sys.argv[1]) / "ws", "6411"
+    NET = "net-s000000010"  # the trainer's one network: 10 steps, exported at step 10
     cli = [sys.executable, "-m", "sayuri_async", "cluster"]
     report = {"events": []}
     procs = {}
@@ -118,18 +118,17 @@ DRIVER = textwrap.dedent('''\
             ok = ok and procs["nodeb"].poll() is None
         if ok:
             start("fleet", ["run", "--address", f"127.0.0.1:{port}", "--config", str(work / "sp.toml"),
-                            "--workspace", str(ws), "--spool", str(work / "spool"), "--poll", "1",
+                            "--workspace", str(ws), "--train-config", str(work / "train.toml"),
+                            "--train-args", "--steps 10",
+                            "--spool", str(work / "spool"), "--poll", "1",
                             "--view-every", "3"])
             ok = wait(lambda: log("fleet").count("joined") >= 2, 180, "two nodes joined")
         if ok:
             ok = wait(lambda: len(chunks()) >= 4, 300, "four chunks")
         if ok:
-            (ws / "weights").mkdir(parents=True, exist_ok=True)
-            tmp = ws / "weights" / f".{net.name}.tmp"
-            tmp.write_bytes(net.read_bytes())
-            os.replace(tmp, ws / "weights" / net.name)
-            ok = wait(lambda: plays(net.stem), 240, "a chunk of the published network")
-            ok = ok and wait(lambda: every_engine_plays(net.stem), 300, "every engine plays it")
+            ok = wait(lambda: (ws / "weights" / f"{NET}.safetensors").is_file(), 600, "the trainer published")
+            ok = ok and wait(lambda: plays(NET), 240, "a chunk of the published network")
+            ok = ok and wait(lambda: every_engine_plays(NET), 300, "every engine plays it")
         if ok:
             report["chunks_before_kill"] = len(chunks())
             os.killpg(procs["nodeb"].pid, signal.SIGKILL)
@@ -149,7 +148,6 @@ DRIVER = textwrap.dedent('''\
         for name, p in procs.items():
             if p.poll() is None and name != "fleet":
                 p.send_signal(signal.SIGTERM)  # ray start --block ends its node on SIGTERM
-        time.sleep(5)
         own = {p.pid for p in procs.values()}
         ray_tmp = os.environ["RAY_TMPDIR"].encode()
 
@@ -160,34 +158,82 @@ DRIVER = textwrap.dedent('''\
                     continue
                 try:
                     if os.getsid(int(pid)) in own or ray_tmp in Path(f"/proc/{pid}/cmdline").read_bytes():
-                        found.append(int(pid))
+                        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                            found.append(int(pid))
                 except (ProcessLookupError, FileNotFoundError, PermissionError):
                     pass
             return found
 
-        for pid in ours():
+        def settle(seconds):  # the processes of ours still alive after at most `seconds`
+            deadline = time.monotonic() + seconds
+            while (left := ours()) and time.monotonic() < deadline:
+                time.sleep(1)
+            return left
+
+        def described(pids):
+            out = []
+            for pid in pids:
+                try:
+                    out.append(f"{pid}: {Path(f'/proc/{pid}/cmdline').read_bytes()[:300]!r}")
+                except (ProcessLookupError, FileNotFoundError, PermissionError):
+                    pass
+            return out
+
+        for p in procs.values():
+            try:
+                p.wait(timeout=60)  # reaped: no zombie of ours counts as left
+            except subprocess.TimeoutExpired:
+                pass
+        stopped = settle(60)
+        report["left_after_stop"] = described(stopped)  # what the nodes' own stop did not end in a minute
+        for pid in stopped:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        time.sleep(2)
-        for p in procs.values():
-            try:
-                p.wait(timeout=10)  # reaped: no zombie of ours counts as left
-            except subprocess.TimeoutExpired:
-                pass
-        left = ours()
-        report["left_processes"] = left
+        report["left_processes"] = described(settle(20))
         report["ok"] = ok
         (work / "report.json").write_text(json.dumps(report))
 ''')
 
 
+# the trainer: a tiny 7x7 net, 10 steps of 16 positions (--train-args "--steps 10"; 4 samples a
+# position: 40 positions on disk allow them), one export at step 10, then it ends and self-play goes on
+TRAIN_TOML = textwrap.dedent("""\
+    [data]
+    board_size = 7
+    workers = 0
+    shuffle_buffer = 64
+    [model]
+    blocks = 1
+    channels = 8
+    policy_channels = 4
+    value_channels = 4
+    value_hidden = 8
+    board_size_min = 7
+    board_size_max = 7
+    [optim]
+    batch_size = 16
+    [schedule]
+    reference_batch = 16
+    warmup = 0
+    boundaries = [1000]
+    rates = [0.02, 0.01]
+    total = 10
+    [run]
+    name = "net"
+    device = "cpu"
+    checkpoint_every = 5
+    export_every = 10
+    log_every = 5
+    progress = "off"
+""")
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(PROBLEM is not None, reason=str(PROBLEM))
-def test_a_two_node_fleet_survives_a_node_and_plays_a_published_network(tmp_path):
+def test_a_two_node_fleet_feeds_its_trainer_plays_its_network_and_survives_a_node(tmp_path):
     work = Path(os.path.realpath(tmp_path))
-    net = save_net(work / "net-s000000010.safetensors", 7)
     (work / "sp.toml").write_text(textwrap.dedent("""\
         [selfplay]
         board_sizes = [7]
@@ -200,12 +246,13 @@ def test_a_two_node_fleet_survives_a_node_and_plays_a_published_network(tmp_path
         [search]
         edge_capacity = 20000
     """))
+    (work / "train.toml").write_text(TRAIN_TOML)
     (work / "driver.py").write_text(DRIVER)
     ray_tmp = Path("/tmp") / f"ray-{os.getpid()}"  # short: Ray's socket paths must fit in 107 bytes
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "RAY_TMPDIR": str(ray_tmp)}
     try:
         run = subprocess.run(["unshare", "-n", "sh", "-c", f'ip link set lo up && exec "{sys.executable}" '
-                              f'"{work / "driver.py"}" "{work}" "{net}"'], env=env, cwd=ROOT,
+                              f'"{work / "driver.py"}" "{work}"'], env=env, cwd=ROOT,
                              capture_output=True, text=True, timeout=1500)
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
@@ -213,10 +260,12 @@ def test_a_two_node_fleet_survives_a_node_and_plays_a_published_network(tmp_path
     fleet_log = (work / "fleet.log").read_text(errors="replace") if (work / "fleet.log").exists() else ""
     why = f"{report['events']}\n{fleet_log[-3000:]}\n{run.stderr[-2000:]}"
     assert report["ok"], why
-    assert report["left_processes"] == [], why
+    assert report["left_after_stop"] == [] and report["left_processes"] == [], why
     assert report.get("fleet_exit") == 0, why
     assert fleet_log.count("joined") == 2 and "left: " in fleet_log and "game(s) in progress lost" in fleet_log, why
     assert "published net-s000000010@" in fleet_log and "stopping (STOP file)" in fleet_log, why
+    assert "trainer finished" in fleet_log, why  # it reached its 10 steps; self-play went on
+    assert (work / "ws" / "train" / "checkpoints" / "ckpt-000000010.pt").is_file(), why
     data = work / "ws" / "data"
     files = sorted(data.iterdir())
     assert files and all(p.suffix == ".npz" and not p.name.startswith(".") for p in files), files

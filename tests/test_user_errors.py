@@ -140,6 +140,14 @@ CASES = [
      ["--workspace", "not a folder"]),
     ("cluster run --address 127.0.0.1:1 --config configs/selfplay-9x9.toml --workspace {dir}/cws "
      "--train-config {missing}", ["--train-config", "no such"]),
+    ("cluster run --address 127.0.0.1:1 --config configs/selfplay-9x9.toml --workspace {dir}/cws "
+     "--train-args '--steps 10'", ["--train-args goes with --train-config"]),
+    ("cluster run --address 127.0.0.1:1 --config configs/selfplay-9x9.toml --workspace {dir}/cws "
+     "--train-config configs/train-9x9.toml --train-args '--out x'", ["--train-args", "--out is the fleet's"]),
+    ("cluster run --address 127.0.0.1:1 --config configs/selfplay-9x9.toml --workspace {dir}/cws "
+     "--train-config configs/train-9x9.toml --train-args '--stepz 10'", ["--train-args", "--stepz"]),
+    ("cluster run --address 127.0.0.1:1 --config configs/selfplay-9x9.toml --workspace {dir}/cws "
+     "--train-config configs/train-9x9.toml --train-args '--steps \"10'", ["--train-args", "quotation"]),
     ("cluster head --bind 127.0.0.1 --port 0", ["--port", "at least 1"]),
     ("cluster fly", ["invalid choice"]),
     # the dispatcher

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import socket
 import sys
@@ -95,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--workspace", required=True, help="folder of data/, weights/, train/ on this machine")
     r.add_argument("--train-config", help="training TOML: run `train --follow` here (without it, only the "
                                           "networks that appear in <workspace>/weights are published)")
+    r.add_argument("--train-args", default="", metavar="ARGS",
+                   help="more options for the trainer, in one string, e.g. \"--steps 100000 --follow-reuse 2 "
+                        "--nproc 8\" (the fleet sets --config, --data, --out, --follow, --auto-resume, --publish)")
     r.add_argument("--spool", help=f"each node's local folder for finished files (default {default_spool()})")
     r.add_argument("--cpu-engines", type=int, default=1, help="engines on a node without GPUs (default 1)")
     r.add_argument("--poll", type=float, default=5.0, help="seconds between engines' looks for a new network")
@@ -103,11 +107,39 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+FLEET_SETS = ("--config", "--data", "--out", "--follow", "--auto-resume", "--resume", "--publish", "--init",
+              "--nnodes", "--no-progress")
+
+
+def train_args(args) -> list[str]:
+    """``--train-args`` as the trainer's arguments, checked by ``train``'s own
+    parser, so that a mistake is one line before anything starts."""
+    if not args.train_args:
+        return []
+    if args.train_config is None:
+        raise UserError("--train-args goes with --train-config")
+    try:
+        extra = shlex.split(args.train_args)
+    except ValueError as e:
+        raise UserError(f"--train-args: {e}") from None
+    taken = [a.split("=")[0] for a in extra if a.split("=")[0] in FLEET_SETS]
+    if taken:
+        raise UserError(f"--train-args: {taken[0]} is the fleet's to set")
+    from ..train.cli import build_parser as train_parser
+
+    try:
+        train_parser().parse_args(["--config", args.train_config, *extra])
+    except UserError as e:
+        raise UserError(f"--train-args: {e}") from None
+    return extra
+
+
 def _check_run(args) -> None:
     from_options(RunOptions, {"cpu_engines": args.cpu_engines, "poll": args.poll, "view_every": args.view_every})
     input_file(args.config, "--config", "self-play config")
     if args.train_config is not None:
         input_file(args.train_config, "--train-config", "training config")
+    train_args(args)
     output_folder(args.workspace, "--workspace", inputs=[args.config, args.train_config])
 
 
@@ -144,7 +176,8 @@ def run(args) -> int:
     from .view import ClusterView
 
     settings = FleetSettings(workspace=Path(args.workspace), selfplay=cfg, spool=args.spool or default_spool(),
-                             train_config=args.train_config, cpu_engines=args.cpu_engines, poll_s=args.poll)
+                             train_config=args.train_config, train_args=train_args(args),
+                             cpu_engines=args.cpu_engines, poll_s=args.poll)
     if not args.no_tui and sys.stdout.isatty():
         from .tui import ClusterTui
 

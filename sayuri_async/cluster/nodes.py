@@ -11,6 +11,10 @@ join        ``ray start --address HEAD --block``: it runs until the node
             leaves. When the head dies every node leaves about 60 s later;
             a supervisor that runs ``cluster join`` again in a loop brings
             the node back once the head is up.
+stop        SIGTERM or Ctrl-C of ``cluster head --block`` / ``cluster join``
+            goes on to ``ray start``, which drains the node for a few
+            seconds and ends its processes; the command waits for it (at
+            most ``STOP_WAIT_S``), so a supervisor's stop leaves nothing.
 mismatch    Ray refuses a node whose Ray or Python version (to the patch)
             differs from the head's; its multi-line traceback becomes one
             line (``mismatch_line``) and exit status 2.
@@ -21,9 +25,10 @@ import re
 import subprocess
 import sys
 
-from ..usererror import UserError
+from ..usererror import Terminated, UserError
 
 OBJECT_STORE_BYTES = 1_000_000_000
+STOP_WAIT_S = 60.0
 DEFAULT_PORT = 6379
 _VERSIONS = re.compile(r"Ray:\s*(\S+)\s*Python:\s*(\S+)", re.S)
 
@@ -64,8 +69,15 @@ def run_ray_start(command: list[str]) -> int:
             if mismatch_line("".join(seen)) is None:
                 sys.stdout.write(line)
                 sys.stdout.flush()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated):
+        # ``ray start --block`` ends its node's processes on SIGTERM (draining
+        # first): hand the signal on and wait, so nothing is left behind
         proc.terminate()
+        try:
+            proc.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise
     code = proc.wait()
     why = mismatch_line("".join(seen))
     if why is not None:

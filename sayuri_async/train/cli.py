@@ -116,7 +116,7 @@ def check_init_encoder(init: str, folder: str, board_size: int) -> None:
                     f"(import-data or import-sgf --encoder {want}, or self-play with this network)")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="sayuri-async train",
         description="Train a network on self-play chunks and export weights the engine loads.")
@@ -198,7 +198,7 @@ def _check_model_size(cfg, source: str) -> None:
 @answered("train")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     from_options(TrainOptions, {"steps": args.steps, "nproc": args.nproc, "nnodes": args.nnodes,
                                 "restarts": args.restarts, "follow_reuse": args.follow_reuse,
                                 "follow_export_every": args.follow_export_every, "follow_poll": args.follow_poll})

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""The cluster path against local processes: games/s, nnEvals/s, bytes, publication.
+
+Two ways to run the same K engine processes on this machine, measured in
+turns (``--repeats`` pairs, local first, so that a drift of the machine's
+speed shows in both):
+
+local       ``selfplay --procs K``: ``run_multiprocess``, the engines write
+            their chunks into one folder.
+cluster     a one-node Ray cluster (``ray start --head``, K + 1 logical CPUs)
+            and the fleet driver (``cluster/fleet.py``) in this process's
+            child, inside a network namespace that has only ``lo``
+            (``unshare -n``, as root: Ray listens on every interface
+            otherwise). K engine actors; their chunks go through each
+            actor's spool and Ingest into the workspace.
+
+Both measure the same window: the counters of all engines between
+``--warmup`` and ``--warmup + --seconds`` (``report.aggregate``), with
+``chunk_games`` small enough that the data path runs inside the window.
+``ratio`` is cluster over local for nnEvals/s and games/s (the goal: at
+least 0.95).
+
+The cluster run also gives:
+
+bytes/game  the chunk bytes Ingest wrote over the games the engines
+            finished (data and SGF files both cross the cluster).
+network     the bytes one engine fetches for a published network (the
+            ``--blocks`` x ``--channels`` file), and ``publish_s``: from the
+            file's arrival in ``<workspace>/weights`` until every engine's
+            status says it plays it (the driver's publication poll, the
+            engines' ``--poll``, the fetch and the swap between batches).
+
+The last line is a JSON object. Needs Ray (``pip install
+'sayuri-async[cluster]'``), Linux and root for the namespace; it says why
+and exits 2 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import bench_selfplay  # noqa: E402
+from sayuri_async.infer.stats import add_efficiency, rates  # noqa: E402
+from sayuri_async.selfplay.report import aggregate  # noqa: E402
+
+PORT = 6412
+STATUS_EVERY_S = 0.5
+PUBLISH_TIMEOUT_S = 300.0
+KEYS = ("nnEvals/s", "games/s", "playouts/s", "loop_busy", "batch_fill")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--engines", type=int, default=2, help="engine processes, both ways (default 2)")
+    ap.add_argument("--board", type=int, default=9)
+    ap.add_argument("--playouts", type=int, default=100)
+    ap.add_argument("--parallel-games", type=int, default=16)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--timeout-ms", type=float, default=5.0)
+    ap.add_argument("--chunk-games", type=int, default=4, help="games per chunk file (default 4)")
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--warmup", type=float, default=10.0)
+    ap.add_argument("--repeats", type=int, default=2, help="local/cluster pairs (default 2)")
+    ap.add_argument("--poll", type=float, default=1.0, help="engines' seconds between looks for a network")
+    ap.add_argument("--blocks", type=int, default=6, help="the published network's blocks (default 6)")
+    ap.add_argument("--channels", type=int, default=96, help="the published network's channels (default 96)")
+    ap.add_argument("--cluster-only", metavar="OUT", help=argparse.SUPPRESS)  # the child inside the namespace
+    return ap
+
+
+def selfplay_args(a: argparse.Namespace) -> argparse.Namespace:
+    """``a`` with the settings bench_selfplay.make_cfg reads: the random network on the CPU."""
+    return argparse.Namespace(**vars(a), device="cpu", weights=None, inline=True, net="", device_table="",
+                              encoder="", batches_in_flight=2, gumbel=False, edge_capacity=0,
+                              leaves_per_await=bench_selfplay.SearchConfig().leaves_per_await)
+
+
+def config(a: argparse.Namespace, out: str, procs: int):
+    return replace(bench_selfplay.make_cfg(selfplay_args(a), out, procs), chunk_games=a.chunk_games)
+
+
+def figures(first: dict, last: dict, batch_size: int) -> dict:
+    r = rates(first["counters"], last["counters"], last["elapsed"] - first["elapsed"],
+              last["loop_cpu_s"] - first["loop_cpu_s"], last["loops"])
+    r = add_efficiency(r, last["device_best"], batch_size)
+    return {k: r[k] for k in KEYS}
+
+
+def run_local(a: argparse.Namespace, tmp: Path) -> dict:
+    cfg = config(a, str(tmp / "local"), a.engines)
+    r = bench_selfplay.bench_multiprocess(argparse.Namespace(warmup=a.warmup, seconds=a.seconds), cfg)
+    shutil.rmtree(tmp / "local", ignore_errors=True)
+    return {k: r[k] for k in KEYS}
+
+
+# ---- the cluster side (the child, inside the namespace) -------------------------
+def random_network(path: Path, a: argparse.Namespace) -> Path:
+    """A random ``--blocks`` x ``--channels`` network, its sidecar first, renamed into place."""
+    import torch
+
+    from sayuri_async.net.identity import file_sha256, sidecar_path
+    from sayuri_async.net.model import Net, NetConfig, init_weights
+    from sayuri_async.net.weights import save_weights
+
+    net = init_weights(Net(NetConfig(blocks=a.blocks, channels=a.channels)), 1)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with torch.no_grad():
+        save_weights(tmp, net, {"name": path.stem})
+    sidecar_path(path).write_text(f"{file_sha256(tmp)}  {path.name}\n")
+    os.replace(tmp, path)
+    return path
+
+
+def cluster_side(a: argparse.Namespace, out: Path) -> None:
+    from sayuri_async.cluster import NAMESPACE, import_ray
+    from sayuri_async.cluster.fleet import Fleet, FleetSettings
+    from sayuri_async.cluster.nodes import head_command
+    from sayuri_async.cluster.view import ClusterView
+
+    work = Path(tempfile.mkdtemp(prefix="bc-", dir="/tmp"))  # short: Ray's socket paths fit in 107 bytes
+    os.environ["RAY_TMPDIR"] = str(work / "ray")
+    (work / "ray").mkdir()
+    ray = import_ray()
+    started = subprocess.run(head_command("127.0.0.1", PORT, a.engines + 1, 0, block=False),
+                             capture_output=True, text=True)
+    if started.returncode != 0:
+        raise SystemExit(f"bench_cluster: ray start failed: {started.stdout[-500:]}{started.stderr[-500:]}")
+    try:
+        ray.init(address=f"127.0.0.1:{PORT}", namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
+        ws = work / "ws"
+        settings = FleetSettings(workspace=ws, selfplay=config(a, str(work / "unused"), 1), spool=str(work / "spool"),
+                                 cpu_engines=a.engines, poll_s=a.poll, stop_file=False)
+        fleet = Fleet(settings, ray, ClusterView(every=1e9, stream=io.StringIO()), say=lambda text: None)
+        fleet.start_services()
+        fleet.sync_nodes()
+
+        def statuses() -> list[dict]:
+            fleet.gather()
+            return [st for st in fleet.latest.values() if st.get("has_figures")]
+
+        first = last = None
+        while last is None or last["elapsed"] - first["elapsed"] < a.seconds:
+            time.sleep(STATUS_EVERY_S)
+            sts = statuses()
+            if len(sts) < a.engines:
+                continue
+            agg = aggregate(sts)
+            if first is None and agg["elapsed"] >= a.warmup:
+                first = agg
+            if first is not None:
+                last = agg
+        result = figures(first, last, a.batch_size)
+
+        net = random_network(ws / "weights" / "bench-s000000001.safetensors", a)
+        t0 = time.monotonic()
+        publish_s = None
+        while time.monotonic() - t0 < PUBLISH_TIMEOUT_S:
+            fleet.publish_new()
+            sts = statuses()
+            if len(sts) == a.engines and all(str(st.get("network", "")).split("@")[0] == net.stem for st in sts):
+                publish_s = time.monotonic() - t0
+                break
+            time.sleep(0.1)
+        final = fleet.shutdown()
+        finished = sum(st["finished"] for st in final["statuses"])
+        result.update({
+            "bytes/game": final["ingest"].get("bytes", 0) / max(finished, 1), "games_finished": finished,
+            "files": final["ingest"].get("written", 0), "network_bytes": net.stat().st_size,
+            "publish_s": publish_s,
+        })
+        out.write_text(json.dumps(result))
+    finally:
+        ray.shutdown()
+        subprocess.run([sys.executable, "-m", "ray.scripts.scripts", "stop", "--force"], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_cluster(a: argparse.Namespace, tmp: Path) -> dict:
+    out = tmp / "cluster.json"
+    args = [sys.executable, str(Path(__file__).resolve()), *sys.argv[1:], "--cluster-only", str(out)]
+    quoted = " ".join(f"'{x}'" for x in args)
+    run = subprocess.run(["unshare", "-n", "sh", "-c", f"ip link set lo up && exec {quoted}"],
+                         capture_output=True, text=True)
+    if run.returncode != 0 or not out.exists():
+        raise SystemExit(f"bench_cluster: the cluster run failed: {run.stderr.strip()[-1500:]}")
+    return json.loads(out.read_text())
+
+
+def problem() -> str | None:
+    if not sys.platform.startswith("linux"):
+        return "network namespaces are Linux's"
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return "needs Ray: pip install 'sayuri-async[cluster]'"
+    probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"cannot make a loopback-only network namespace (root needed): {probe.stderr.strip()[:120]}"
+    return None
+
+
+def main() -> int:
+    a = build_parser().parse_args()
+    if a.cluster_only:
+        cluster_side(a, Path(a.cluster_only))
+        return 0
+    why = problem()
+    if why is not None:
+        print(f"bench_cluster: {why}", file=sys.stderr)
+        return 2
+    pairs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(a.repeats):
+            local = run_local(a, Path(tmp))
+            cluster = run_cluster(a, Path(tmp))
+            ratio = {k: cluster[k] / local[k] if local[k] else None for k in ("nnEvals/s", "games/s")}
+            pairs.append({"local": local, "cluster": cluster, "ratio": ratio})
+            print(f"pair {i + 1}: nnEvals/s local {local['nnEvals/s']:.0f} cluster {cluster['nnEvals/s']:.0f} "
+                  f"({ratio['nnEvals/s']:.3f})  games/s {local['games/s']:.2f} / {cluster['games/s']:.2f}  "
+                  f"bytes/game {cluster['bytes/game']:.0f}  network {cluster['network_bytes']} B "
+                  f"published in {cluster['publish_s'] if cluster['publish_s'] is None else round(cluster['publish_s'], 2)} s",
+                  flush=True)
+    evals = [p["ratio"]["nnEvals/s"] for p in pairs]
+    games = [p["ratio"]["games/s"] for p in pairs if p["ratio"]["games/s"] is not None]
+    print(json.dumps({
+        "engines": a.engines, "board": a.board, "playouts": a.playouts, "parallel_games": a.parallel_games,
+        "batch_size": a.batch_size, "seconds": a.seconds, "chunk_games": a.chunk_games, "poll_s": a.poll,
+        "ratio_nnEvals/s": sum(evals) / len(evals), "ratio_games/s": sum(games) / len(games) if games else None,
+        "pairs": pairs,
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
