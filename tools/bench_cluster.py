@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import bench_selfplay  # noqa: E402
 from sayuri_async.infer.stats import add_efficiency, rates  # noqa: E402
 from sayuri_async.selfplay.report import aggregate  # noqa: E402
+from sayuri_async.selfplay.status import Status  # noqa: E402
 
 PORT = 6412
 STATUS_EVERY_S = 0.5
@@ -92,10 +93,10 @@ def config(a: argparse.Namespace, out: str, procs: int):
     return replace(bench_selfplay.make_cfg(selfplay_args(a), out, procs), chunk_games=a.chunk_games)
 
 
-def figures(first: dict, last: dict, batch_size: int) -> dict:
-    r = rates(first["counters"], last["counters"], last["elapsed"] - first["elapsed"],
-              last["loop_cpu_s"] - first["loop_cpu_s"], last["loops"])
-    r = add_efficiency(r, last["device_best"], batch_size)
+def figures(first: Status, last: Status, batch_size: int) -> dict:
+    r = rates(first.counters, last.counters, last.elapsed - first.elapsed, last.loop_cpu_s - first.loop_cpu_s,
+              last.loops)
+    r = add_efficiency(r, last.device_best, batch_size).as_json()
     return {k: r[k] for k in KEYS}
 
 
@@ -127,6 +128,7 @@ def random_network(path: Path, a: argparse.Namespace) -> Path:
 def cluster_side(a: argparse.Namespace, out: Path) -> None:
     from sayuri_async.cluster import NAMESPACE, import_ray
     from sayuri_async.cluster.fleet import Fleet, FleetSettings
+    from sayuri_async.cluster.ingest import IngestStats
     from sayuri_async.cluster.nodes import head_command
     from sayuri_async.cluster.view import ClusterView
 
@@ -147,18 +149,18 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
         fleet.start_services()
         fleet.sync_nodes()
 
-        def statuses() -> list[dict]:
+        def statuses() -> list[Status]:
             fleet.gather()
-            return [st for st in fleet.latest.values() if st.get("has_figures")]
+            return [st.engine for st in fleet.with_figures()]
 
         first = last = None
-        while last is None or last["elapsed"] - first["elapsed"] < a.seconds:
+        while last is None or last.elapsed - first.elapsed < a.seconds:
             time.sleep(STATUS_EVERY_S)
             sts = statuses()
             if len(sts) < a.engines:
                 continue
             agg = aggregate(sts)
-            if first is None and agg["elapsed"] >= a.warmup:
+            if first is None and agg.elapsed >= a.warmup:
                 first = agg
             if first is not None:
                 last = agg
@@ -170,15 +172,16 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
         while time.monotonic() - t0 < PUBLISH_TIMEOUT_S:
             fleet.publish_new()
             sts = statuses()
-            if len(sts) == a.engines and all(str(st.get("network", "")).split("@")[0] == net.stem for st in sts):
+            if len(sts) == a.engines and all(st.network.split("@")[0] == net.stem for st in sts):
                 publish_s = time.monotonic() - t0
                 break
             time.sleep(0.1)
         final = fleet.shutdown()
-        finished = sum(st["finished"] for st in final["statuses"])
+        finished = sum(st.engine.finished for st in final.statuses)
+        ingest = final.ingest or IngestStats()
         result.update({
-            "bytes/game": final["ingest"].get("bytes", 0) / max(finished, 1), "games_finished": finished,
-            "files": final["ingest"].get("written", 0), "network_bytes": net.stat().st_size,
+            "bytes/game": ingest.bytes / max(finished, 1), "games_finished": finished,
+            "files": ingest.written, "network_bytes": net.stat().st_size,
             "publish_s": publish_s,
         })
         out.write_text(json.dumps(result))

@@ -30,7 +30,11 @@ publication every ``PUBLISH_EVERY_S`` the newest good file of
 stop        SIGINT, SIGTERM or a file ``<workspace>/STOP``: the trainer is
             stopped, every engine ends its games in flight and uploads its
             spool, then the fleet's actors are ended. Only whole files are
-            left, on the nodes and in the workspace.
+            left, on the nodes and in the workspace. ``run()`` returns a
+            ``FleetEnd``.
+statuses    each engine's latest ``ActorStatus`` (``actor.py``), sent by Ray
+            pickled as it is; the view gets those with figures
+            (``with_figures``).
 """
 from __future__ import annotations
 
@@ -75,6 +79,18 @@ class FleetSettings:
     @property
     def weights(self) -> Path:
         return self.workspace / "weights"
+
+
+@dataclass
+class FleetEnd:
+    """What a run leaves: the engines' last statuses (those with figures),
+    Ingest's counts, the games lost with nodes that left, the files left in
+    spools and the last generation published."""
+    statuses: list[ActorStatus]
+    ingest: IngestStats | None
+    lost_games: int
+    spool_left: int
+    generation: int
 
 
 @dataclass
@@ -286,7 +302,7 @@ class Fleet:
             return self.trainer.fatal
         return None
 
-    def run(self) -> dict:
+    def run(self) -> FleetEnd:
         self.start_services()
         due = {"nodes": 0.0, "publish": 0.0, "status": 0.0}
         while (reason := self.stop_requested()) is None:
@@ -305,7 +321,7 @@ class Fleet:
         self.say(f"stopping ({reason}): the games in flight finish, then every spool is uploaded")
         return self.shutdown()
 
-    def shutdown(self) -> dict:
+    def shutdown(self) -> FleetEnd:
         self.trainer.stop()
         refs = {h.stop.remote(): name for name, (_, h) in self.engines.items()}
         ready, _ = (self.ray.wait(list(refs), num_returns=len(refs), timeout=STOP_TIMEOUT_S + 30)
@@ -322,5 +338,4 @@ class Fleet:
                 self._kill(handle)
         final = self.with_figures()
         self.view.close(final, ingest=ingest, lost_games=self.lost_games, spool_left=left)
-        return {"statuses": final, "ingest": ingest, "lost_games": self.lost_games, "spool_left": left,
-                "generation": self.generation}
+        return FleetEnd(final, ingest, self.lost_games, left, self.generation)
