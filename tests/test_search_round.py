@@ -237,7 +237,7 @@ def test_an_off_loop_encoders_leaves_are_encoded_in_the_worker_thread_as_the_enc
     calls = []
 
     def checked(rounds, planes):
-        leaves = [(slot, boards[:k].copy()) for _, _, slot, k, _, boards in rounds]
+        leaves = [(slot, boards[:k].copy()) for _, _, _, slot, k, _, boards, _ in rounds]
         encode(rounds, planes)
         for slot, boards in leaves:
             for i in range(boards.shape[0]):
@@ -258,6 +258,27 @@ def test_an_off_loop_encoders_leaves_are_encoded_in_the_worker_thread_as_the_enc
         assert calls == [] and bt.counters.encode_s == 0.0
 
 
+def test_a_simple_v1_search_keeps_no_sayuri_v3_scratch():
+    """The workspace holds no encoder's working memory: a ``simple-v1``
+    search's workspace and scratch together stay within 160 KB, while a
+    ``sayuri-v3`` search gets the encoder's own scratch (its ladder
+    caches), which a search on a later root makes its read-outs anew in."""
+    simple = Search(SearchConfig(), "simple-v1")
+    assert simple.ws.nbytes + simple.scratch.nbytes <= 160 * 1024
+    assert simple.scratch.shape == (0,)
+    sayuri = Search(SearchConfig(), "sayuri-v3")
+    assert sayuri.ws.nbytes == simple.ws.nbytes and sayuri.scratch.shape == (1,)
+    assert sayuri.scratch.nbytes > 400 * 1024  # the ladder cache: the memory a simple-v1 game no longer carries
+    g = random_game(9, 12, seed=3)
+    ev = InstantEvaluator(9, planes=43)
+    asyncio.run(sayuri.run(g, ev, 30))
+    first = int(sayuri.scratch[0]["root_serial"])
+    assert first == int(sayuri.ws[0]["root_serial"]) > 0 and sayuri.scratch[0]["ladders"]["ready"] == 1
+    g.play(int(np.flatnonzero(g.legal_actions())[0]))
+    asyncio.run(sayuri.run(g, ev, 30))
+    assert int(sayuri.scratch[0]["root_serial"]) == int(sayuri.ws[0]["root_serial"]) > first
+
+
 def test_a_search_cancelled_while_its_round_waits_takes_a_fresh_workspace():
     """The cancelled round's batch still leaves later and encodes its leaves
     into the workspace the search had; the search has a new one by then
@@ -273,12 +294,12 @@ def test_a_search_cancelled_while_its_round_waits_takes_a_fresh_workspace():
             await asyncio.sleep(0.001)
             if bt.counters.queue_depth:
                 break
-        old, old_boards = s.ws, s.boards
+        old, old_boards, old_scratch = s.ws, s.boards, s.scratch
         assert bt.counters.queue_depth == 1 and old[0]["leaf_nmoves"][0] == 0  # the root waits, unencoded
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert s.ws is not old and s.boards is not old_boards
+        assert s.ws is not old and s.boards is not old_boards and s.scratch is not old_scratch
         res = await s.run(g, InstantEvaluator(9, planes=43), 40)
         assert res.playouts == 40 and check_tree(s) > 0
         bt.batch_size = 1  # the old batch leaves now
