@@ -97,6 +97,17 @@ def _components(mask, n: int, w: int, lab, pts, starts) -> int:
 
 
 @njit(cache=True)
+def _fewer_than_two_eyes(eyes: int, e0: int, e1: int, w: int) -> bool:
+    """Whether ``eyes`` potential eyes (at most two, the first at ``e0``,
+    the second at ``e1``) count as fewer than two: two adjacent ones count
+    as one."""
+    if eyes == 2:
+        d = e1 - e0
+        return d == 1 or d == -1 or d == w or d == -w
+    return eyes < 2
+
+
+@njit(cache=True)
 def _eyes_dead(color, w: int, c: int, occ, pts, lo: int, hi: int, inner, mode: int) -> bool:
     """Sayuri's IsPassDeadRegion for the region ``pts[lo:hi]``: fewer than
     two potential eyes of the opponent of ``c`` (two adjacent ones count as
@@ -132,11 +143,7 @@ def _eyes_dead(color, w: int, c: int, occ, pts, lo: int, hi: int, inner, mode: i
         eyes += 1
         if eyes > 2:
             return False
-    if eyes == 2:
-        d = e1 - e0
-        if d == 1 or d == -1 or d == w or d == -w:
-            eyes = 1
-    return eyes < 2
+    return _fewer_than_two_eyes(eyes, e0, e1, w)
 
 
 @njit(cache=True)
@@ -198,11 +205,7 @@ def _all_dead(rec, c: int, result) -> None:
                 eyes += 1
                 if eyes > 2:
                     return
-    if eyes == 2:
-        d = e1 - e0
-        if d == 1 or d == -1 or d == w or d == -w:
-            eyes = 1
-    if eyes < 2:
+    if _fewer_than_two_eyes(eyes, e0, e1, w):
         for i in range(n * n):
             result[i] = 1
 
