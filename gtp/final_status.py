@@ -6,7 +6,7 @@ Vocabulary
 ----------
 string      stones of one colour connected along the lines (the board
             record's own strings: ``parent`` heads).
-safe area   a colour's Benson area (``sayuri/benson.pass_alive_area``): its
+safe area   a colour's Benson area (``encoders/benson.pass_alive_area``): its
             pass-alive strings, their vital regions, and the regions where
             the other colour cannot make two eyes. Exact where it speaks: a
             string in its own colour's safe area is alive, a string in the
@@ -42,7 +42,7 @@ import numpy as np
 
 from sayuri_async.go.board import BLACK, EMPTY, WHITE
 from sayuri_async.go.scoring import area_map, score_with_dead, without_stones
-from sayuri_async.sayuri.benson import pass_alive_area
+from sayuri_async.encoders.benson import pass_alive_area
 
 SEKI_REGION_POINTS = 4  # the largest shared region a string in seki may have its liberties in
 DEAD_OWNERSHIP = 0.3  # a string is dead when the other colour owns its surroundings by more than this on average

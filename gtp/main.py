@@ -258,7 +258,7 @@ def threads_text(cfg: GtpConfig) -> str:
 def make_engine_backend(cfg: GtpConfig, weights: str | None = None):
     """The backend of ``weights`` (default: the user's, see ``given_weights``;
     the random network when there is none)."""
-    from sayuri_async.net.factory import make_backend
+    from sayuri_async.backend_factory import make_backend
 
     weights = given_weights(cfg) if weights is None else weights
     kw: dict = {}

@@ -404,7 +404,7 @@ class Loop:
         state, so a killed evaluation resumes at its last whole round.
         Returns the match record ({} without evaluation games)."""
         from .match import MatchResult, NetPlayer, run_match
-        from .net.factory import make_backend
+        from .backend_factory import make_backend
 
         rule = self.cfg.gate_rule()
         if self.cfg.eval_games == 0:
@@ -482,7 +482,7 @@ class Loop:
         """``anchor_games`` games of the new network against the anchor
         (``loop_stats``); {} when there are none."""
         from .match import GtpPlayer, NetPlayer, run_match
-        from .net.factory import make_backend
+        from .backend_factory import make_backend
 
         if self.cfg.anchor_games == 0:
             return {}

@@ -256,7 +256,7 @@ def make_player(spec: str, args) -> Player:
     if spec.startswith("gtp:") or " " in spec.strip():
         probe_engine(spec[4:] if spec.startswith("gtp:") else spec)
         return GtpPlayer(spec)
-    from .net.factory import make_backend
+    from .backend_factory import make_backend
 
     weights = None if spec == "random" else spec
     if weights is not None and not Path(weights).is_file():

@@ -6,9 +6,13 @@ warm run    one short run of each path that calls compiled code: self-play
             with PUCT on the simple-v1 planes and the NN cache, self-play
             with Gumbel on the sayuri-v3 planes (ladders, Benson), both on
             9x9 with the random network, and one GTP conversation (genmove,
-            analysis, scoring), and the pruning of a tree under its memory
-            budget (which a short GTP session never fills). numba's ``cache=True`` writes the machine
-            code to its cache (``numba_cache.location``), and every later start loads it.
+            analysis, scoring), the pruning of a tree under its memory
+            budget (which a short GTP session never fills), and the batch
+            encoding tools and benchmarks call (``encoders/planes.py``,
+            which no command reaches: a module left without cached code
+            would have every start announce a compile). numba's ``cache=True``
+            writes the machine code to its cache (``numba_cache.location``),
+            and every later start loads it.
 pending     the compiled functions of the package (module-level ``@njit(cache=True)``)
             with no cached machine code yet: what this run will compile.
 progress    ``Progress``: one line per function numba starts compiling,
@@ -160,6 +164,18 @@ def warm_pools() -> None:
     make_room(s.ws, s.nodes, s.edges, 4 * s.edges.shape[0], 1, s.budget_bytes)
 
 
+def warm_encoders() -> None:
+    """The batch encoding of the default encoder (``encoders.planes.encode_many``)."""
+    import numpy as np
+
+    from .encoders import get_encoder
+    from .encoders.planes import encode_many
+    from .go.board import new_board
+
+    enc = get_encoder()
+    encode_many(enc.encode, new_board(9), np.zeros(1, dtype=np.int64), enc.alloc(9, batch=1))
+
+
 def gtp_child() -> int:
     """The GTP conversation's process: the GTP engine on this process's stdin,
     each function it compiles reported on stderr (``MARK``)."""
@@ -209,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="sayuri-precompile-") as tmp:
             warm_selfplay(Path(tmp))
         warm_pools()
+        warm_encoders()
         warm_gtp(progress.compiling)
     finally:
         from numba.core import event

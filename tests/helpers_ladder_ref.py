@@ -1,4 +1,4 @@
-"""The oracle ladder reader: ``sayuri_async/sayuri/ladder_reader.py`` as it
+"""The oracle ladder reader: ``sayuri_async/encoders/ladder_reader.py`` as it
 was at commit 34b084d (one board copy per search node, no undo), copied
 verbatim below its imports, and ``ladder_map_ref``, the whole-board map over
 it with no cache (``ladder.ladder_map``'s mode 0).
@@ -50,7 +50,7 @@ from numba import njit
 
 from sayuri_async.go.board import (BLACK, BOARD_DTYPE, EMPTY, MAX_P, NO_KO, WHITE, copy_position, is_simple_legal,
                                    play_position)
-from sayuri_async.sayuri.pointset import SET_WORDS, add
+from sayuri_async.encoders.pointset import SET_WORDS, add
 
 MAX_LADDER_NODES = 2000
 MAX_DEPTH = 160

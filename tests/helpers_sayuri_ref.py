@@ -17,9 +17,9 @@ import numpy as np
 from numba import njit
 
 from sayuri_async.go.board import BLACK, BORDER, EMPTY, HISTORY, MAX_P, NO_KO, PASS, WHITE
-from sayuri_async.sayuri.encoder import (P_AREA, P_KO, P_KOMI, P_LADDER, P_LIBS, P_NEG_KOMI, P_ONES, P_RULE,
+from sayuri_async.encoders.sayuri_v3 import (P_AREA, P_KO, P_KOMI, P_LADDER, P_LIBS, P_NEG_KOMI, P_ONES, P_RULE,
                                          komi_count)
-from sayuri_async.sayuri.ladder import LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE
+from sayuri_async.encoders.ladder import LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE
 
 from helpers_ladder_ref import ladder_map_ref
 
@@ -483,18 +483,18 @@ def compare_with_reference(n: int, roots: int, children: int, seed: int) -> dict
     encoded by ``encode_sayuri_v3`` and by the reference, and ``children``
     random descendants of each (1-8 moves on, or 1-2 moves on from the
     descendant before) encoded by the search's ``encode_sayuri_v3_reuse``
-    with one leaf workspace (and its ladder cache) throughout, also
+    with one scratch (and its ladder cache) throughout, also
     against the reference, and their idle points against ``pass_alive_idle``.
     Returns counts: positions, mismatching positions, and the ladder
     strings of descendants reused from the root entries, inherited from
     the parent, remembered and read."""
     from sayuri_async.go import board as B
-    from sayuri_async.sayuri.benson import pass_alive_idle
-    from sayuri_async.sayuri.encoder import PLANES, encode_sayuri_v3, encode_sayuri_v3_reuse, new_leaf_workspace
-    from sayuri_async.sayuri.ladder import ladder_map_keep
+    from sayuri_async.encoders.benson import pass_alive_idle
+    from sayuri_async.encoders.sayuri_v3 import PLANES, encode_sayuri_v3, encode_sayuri_v3_reuse, new_scratch
+    from sayuri_async.encoders.ladder import ladder_map_keep
 
     rng = np.random.default_rng(seed)
-    leaf = new_leaf_workspace()
+    leaf = new_scratch()
     want = np.empty((PLANES, n, n), np.uint8)
     got = np.empty((PLANES, n, n), np.uint8)
     idle = np.empty(n * n, np.uint8)

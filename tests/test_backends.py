@@ -11,7 +11,7 @@ import torch
 from sayuri_async.encoders import get_encoder
 from sayuri_async.go.game import Game
 from sayuri_async.net.backends import Backend, NetOutput, RandomBackend, TorchBackend, default_buckets
-from sayuri_async.net.factory import make_backend
+from sayuri_async.backend_factory import make_backend
 from sayuri_async.net.model import Net, NetConfig, init_weights
 from sayuri_async.net.weights import save_weights
 

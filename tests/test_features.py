@@ -6,10 +6,8 @@ import numpy as np
 import pytest
 
 from sayuri_async.encoders import DEFAULT_ENCODER, ENCODERS, get_encoder
-from sayuri_async.features import (
-    P_BLACK_TO_MOVE, P_KO, P_ONES, P_OPP_LIBS, P_OWN_LIBS,
-    encode_many,
-)
+from sayuri_async.encoders.planes import encode_many
+from sayuri_async.encoders.simple_v1 import P_BLACK_TO_MOVE, P_KO, P_ONES, P_OPP_LIBS, P_OWN_LIBS
 from sayuri_async.go.board import BLACK
 from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game

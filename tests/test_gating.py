@@ -98,7 +98,7 @@ def test_the_loop_refuses_a_weaker_candidate(tmp_path, monkeypatch, win_rate, pr
     """The evaluation phase decides by SPRT in rounds; a refused candidate
     leaves the best network as it was."""
     monkeypatch.setattr(match_module, "run_match", fake_match(win_rate))
-    monkeypatch.setattr("sayuri_async.net.factory.make_backend", lambda *a, **k: None)
+    monkeypatch.setattr("sayuri_async.backend_factory.make_backend", lambda *a, **k: None)
     ws = tmp_path / "ws"
     loop = Loop(gated_cfg(tmp_path, "sprt"), str(ws))
     (ws / "weights" / "gen-000001.safetensors").write_bytes(b"")  # the players never load it here

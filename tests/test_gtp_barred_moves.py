@@ -22,7 +22,7 @@ from sayuri_async.go import board as B
 from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game
 from sayuri_async.net.backends import NetOutput, RandomBackend
-from sayuri_async.sayuri.benson import opponent_safe_points, pass_alive_idle
+from sayuri_async.encoders.benson import opponent_safe_points, pass_alive_idle
 from sayuri_async.search.mcts import Search, SearchConfig
 from sayuri_async.search.root import child_index
 

@@ -15,7 +15,7 @@ from sayuri_async.go import board as B
 from sayuri_async.go.coords import action_to_vertex, vertex_to_action
 from sayuri_async.go.game import Game
 from sayuri_async.go.sgf import set_up_position
-from sayuri_async.net.factory import make_backend
+from sayuri_async.backend_factory import make_backend
 
 
 class StopAfter:

@@ -27,7 +27,7 @@ from gtp.config import GtpConfig
 from gtp.engine import Engine
 from gtp.match import GtpProcess
 from gtp.protocol import parse_line
-from sayuri_async.net.factory import make_backend
+from sayuri_async.backend_factory import make_backend
 
 NAMES = """protocol_version name version known_command list_commands boardsize clear_board komi play genmove
 undo showboard final_score final_status_list fixed_handicap place_free_handicap set_free_handicap loadsgf

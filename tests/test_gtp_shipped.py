@@ -63,7 +63,7 @@ def test_weights_random_keeps_the_random_network_on_9x9(tmp_path):
 
 def test_board_size_backend_sends_each_size_to_its_network():
     from sayuri_async.net.backends import RandomBackend
-    from sayuri_async.net.factory import make_backend
+    from sayuri_async.backend_factory import make_backend
 
     net = make_backend(str(shipped_weights(9)), max_batch=4)
     be = BoardSizeBackend({9: net}, RandomBackend(encoder=net.encoder, seed=1))

@@ -1,4 +1,4 @@
-"""The ladder reader (``sayuri/ladder.py``) on random positions.
+"""The ladder reader (``encoders/ladder.py``) on random positions.
 
 The expected ladder maps of ``EXPECTED`` were written by the reader as it
 stood at commit 362c6b4, when it still played on its own int16 scratch
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from sayuri_async.go import board as B
-from sayuri_async.sayuri.ladder import LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, ladder_map
+from sayuri_async.encoders.ladder import LADDER_ATARI, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, ladder_map
 
 COUNT = {9: 60, 13: 40, 19: 60}
 EXPECTED = {

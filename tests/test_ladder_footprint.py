@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from sayuri_async.go import board as B
-from sayuri_async.sayuri.ladder import LADDER_CACHE_DTYPE
-from sayuri_async.sayuri.ladder_footprint import footprint
-from sayuri_async.sayuri.ladder_reader import read_string
-from sayuri_async.sayuri.pointset import SET_WORDS, has
+from sayuri_async.encoders.ladder import LADDER_CACHE_DTYPE
+from sayuri_async.encoders.ladder_footprint import footprint
+from sayuri_async.encoders.ladder_reader import read_string
+from sayuri_async.encoders.pointset import SET_WORDS, has
 
 
 def _read(arr: np.ndarray, cache, p: int) -> tuple[int, tuple[int, ...], int, np.ndarray]:

@@ -8,9 +8,9 @@ import pytest
 from helpers_ladder_ref import ladder_map_ref, read_string as ref_read_string
 
 from sayuri_async.go import board as B
-from sayuri_async.sayuri.ladder import ladder_map, new_ladder_cache
-from sayuri_async.sayuri.ladder_reader import MAX_DEPTH, SEL_WIDTH, read_string
-from sayuri_async.sayuri.pointset import SET_WORDS
+from sayuri_async.encoders.ladder import ladder_map, new_ladder_cache
+from sayuri_async.encoders.ladder_reader import MAX_DEPTH, SEL_WIDTH, read_string
+from sayuri_async.encoders.pointset import SET_WORDS
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sayuri_async.sayuri.data import SayuriDataError, convert, iter_records, read_sayuri_chunk
-from sayuri_async.sayuri.encoder import P_KOMI, P_NEG_KOMI, P_ONES, P_RULE
+from sayuri_async.encoders.sayuri_v3 import P_KOMI, P_NEG_KOMI, P_ONES, P_RULE
 from sayuri_async.chunkfile import read_chunk
 
 

@@ -13,9 +13,9 @@ from sayuri_async import encoders
 from sayuri_async.go import board as B
 from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game
-from sayuri_async.sayuri.encoder import (P_AREA, P_KO, P_KOMI, P_LADDER, P_LIBS, P_NEG_KOMI, P_ONES,
+from sayuri_async.encoders.sayuri_v3 import (P_AREA, P_KO, P_KOMI, P_LADDER, P_LIBS, P_NEG_KOMI, P_ONES,
                                         PLANES)
-from sayuri_async.sayuri.inputs import decode_inputs, wave
+from sayuri_async.encoders.sayuri_v3_decode import decode_inputs, wave
 
 ENCODER = encoders.get_encoder("sayuri-v3")
 

@@ -16,11 +16,11 @@ import pytest
 from helpers_sayuri_ref import compare_with_reference, encode_reference
 from sayuri_async.go import board as B
 from sayuri_async.encoders import get_encoder
-from sayuri_async.sayuri.encoder import PLANES
+from sayuri_async.encoders.sayuri_v3 import PLANES
 
 ENCODER = get_encoder("sayuri-v3")
-from sayuri_async.sayuri.ladder import ladder_map, ladder_map_keep, ladder_map_reuse as _reuse_with, new_ladder_cache
-from sayuri_async.sayuri.pointset import SET_WORDS, stone_sets
+from sayuri_async.encoders.ladder import ladder_map, ladder_map_keep, ladder_map_reuse as _reuse_with, new_ladder_cache
+from sayuri_async.encoders.pointset import SET_WORDS, stone_sets
 
 
 def ladder_map_reuse(rec, out, cache):
@@ -113,7 +113,7 @@ def test_a_wrong_parent_is_not_trusted():
 
 
 def test_point_set_fill_is_a_flood_fill():
-    from sayuri_async.sayuri.pointset import SET_WORDS, fill, has, stone_sets
+    from sayuri_async.encoders.pointset import SET_WORDS, fill, has, stone_sets
 
     rng = np.random.default_rng(9)
     for n in (2, 5, 9, 19, 25):

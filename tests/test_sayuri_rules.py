@@ -21,7 +21,7 @@ from sayuri_async.go import board as B
 from sayuri_async.go.game import Game, Rules
 from sayuri_async.sayuri.data import BINARY_PLANES, parse_record, sample_planes
 from sayuri_async.encoders import get_encoder
-from sayuri_async.sayuri.encoder import P_AREA, P_LIBS, P_RULE, PLANES, encoded_komi
+from sayuri_async.encoders.sayuri_v3 import P_AREA, P_LIBS, P_RULE, PLANES, encoded_komi
 
 ENCODER = get_encoder("sayuri-v3")
 

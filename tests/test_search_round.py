@@ -237,7 +237,7 @@ def test_an_off_loop_encoders_leaves_are_encoded_in_the_worker_thread_as_the_enc
     calls = []
 
     def checked(rounds, planes):
-        leaves = [(slot, boards[:k].copy()) for _, _, slot, k, _, boards in rounds]
+        leaves = [(slot, boards[:k].copy()) for _, _, _, slot, k, _, boards, _ in rounds]
         encode(rounds, planes)
         for slot, boards in leaves:
             for i in range(boards.shape[0]):
@@ -266,10 +266,45 @@ def test_a_round_that_overruns_its_leaf_boards_or_rows_is_refused_before_any_enc
     s = Search(SearchConfig(leaves_per_await=3), "sayuri-v3", rng=np.random.default_rng(0))
     assert s.boards.shape[0] == 3
     planes = np.zeros((8, get_encoder("sayuri-v3").planes, 9, 9), dtype=np.uint8)
-    round_ = (s.ws.ctypes.data, s.boards.ctypes.data, slot, leaves, s.ws, s.boards)
+    round_ = (s.ws.ctypes.data, s.boards.ctypes.data, s.scratch.ctypes.data, slot, leaves, s.ws, s.boards, s.scratch)
     with pytest.raises(ValueError, match="does not fit"):
         mcts.encode_leaf_rounds([round_], planes)
     assert not planes.any()
+
+
+def test_a_batch_whose_rounds_have_different_scratch_layouts_is_refused():
+    """The compiled encoding reads every round's scratch laid out as the
+    first round's: a ``sayuri-v3`` round after a ``simple-v1`` one (whose
+    scratch is empty) raises instead of reading past it."""
+    simple = Search(SearchConfig(leaves_per_await=2), "simple-v1", rng=np.random.default_rng(0))
+    sayuri = Search(SearchConfig(leaves_per_await=2), "sayuri-v3", rng=np.random.default_rng(0))
+    planes = np.zeros((4, get_encoder("sayuri-v3").planes, 9, 9), dtype=np.uint8)
+    rounds = [(s.ws.ctypes.data, s.boards.ctypes.data, s.scratch.ctypes.data, 2 * i, 1, s.ws, s.boards, s.scratch)
+              for i, s in enumerate((simple, sayuri))]
+    with pytest.raises(ValueError, match="scratch layout"):
+        mcts.encode_leaf_rounds(rounds, planes)
+    assert not planes.any()
+
+
+def test_a_simple_v1_search_keeps_no_sayuri_v3_scratch():
+    """The workspace holds no encoder's working memory: a ``simple-v1``
+    search's workspace and scratch together stay within 160 KB, while a
+    ``sayuri-v3`` search gets the encoder's own scratch (its ladder
+    caches), which a search on a later root makes its read-outs anew in."""
+    simple = Search(SearchConfig(), "simple-v1")
+    assert simple.ws.nbytes + simple.scratch.nbytes <= 160 * 1024
+    assert simple.scratch.shape == (0,)
+    sayuri = Search(SearchConfig(), "sayuri-v3")
+    assert sayuri.ws.nbytes == simple.ws.nbytes and sayuri.scratch.shape == (1,)
+    assert sayuri.scratch.nbytes > 400 * 1024  # the ladder cache: the memory a simple-v1 game no longer carries
+    g = random_game(9, 12, seed=3)
+    ev = InstantEvaluator(9, planes=43)
+    asyncio.run(sayuri.run(g, ev, 30))
+    first = int(sayuri.scratch[0]["root_serial"])
+    assert first == int(sayuri.ws[0]["root_serial"]) > 0 and sayuri.scratch[0]["ladders"]["ready"] == 1
+    g.play(int(np.flatnonzero(g.legal_actions())[0]))
+    asyncio.run(sayuri.run(g, ev, 30))
+    assert int(sayuri.scratch[0]["root_serial"]) == int(sayuri.ws[0]["root_serial"]) > first
 
 
 def test_a_search_cancelled_while_its_round_waits_takes_a_fresh_workspace():
@@ -287,12 +322,12 @@ def test_a_search_cancelled_while_its_round_waits_takes_a_fresh_workspace():
             await asyncio.sleep(0.001)
             if bt.counters.queue_depth:
                 break
-        old, old_boards = s.ws, s.boards
+        old, old_boards, old_scratch = s.ws, s.boards, s.scratch
         assert bt.counters.queue_depth == 1 and old[0]["leaf_nmoves"][0] == 0  # the root waits, unencoded
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert s.ws is not old and s.boards is not old_boards
+        assert s.ws is not old and s.boards is not old_boards and s.scratch is not old_scratch
         res = await s.run(g, InstantEvaluator(9, planes=43), 40)
         assert res.playouts == 40 and check_tree(s) > 0
         bt.batch_size = 1  # the old batch leaves now

@@ -31,7 +31,7 @@ def _net(path: Path) -> Path:
 
 @pytest.mark.slow
 def test_figures_follow_the_chunks_and_the_network(tmp_path, capsys):
-    from sayuri_async.net.factory import make_backend
+    from sayuri_async.backend_factory import make_backend
 
     one = make_chunk(tmp_path / "data" / "chunk-000001-a-000001.npz", n=7, positions=40, seed=1)
     make_chunk(tmp_path / "data" / "chunk-000002-a-000001.npz", n=7, positions=24, seed=2)

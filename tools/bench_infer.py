@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sayuri_async.encoders import get_encoder
-from sayuri_async.features import encode_many  # noqa: E402
+from sayuri_async.encoders.planes import encode_many  # noqa: E402
 from sayuri_async.go.game import Game  # noqa: E402
 from sayuri_async.net.backends import TorchBackend  # noqa: E402
 from sayuri_async.net.model import Net, NetConfig, init_weights  # noqa: E402

@@ -1,4 +1,4 @@
-"""Benchmark of the ladder reader (``sayuri_async/sayuri/ladder.py``), single core.
+"""Benchmark of the ladder reader (``sayuri_async/encoders/ladder.py``), single core.
 
 Vocabulary
 ----------
@@ -35,8 +35,8 @@ import numpy as np
 from numba import njit
 
 from sayuri_async.go import board as B
-from sayuri_async.sayuri.encoder import LEAF_DTYPE, PLANES, encode_sayuri_v3, encode_sayuri_v3_reuse
-from sayuri_async.sayuri.ladder import ladder_map, ladder_map_keep
+from sayuri_async.encoders.sayuri_v3 import SCRATCH_DTYPE, PLANES, encode_sayuri_v3, encode_sayuri_v3_reuse
+from sayuri_async.encoders.ladder import ladder_map, ladder_map_keep
 
 
 def random_positions(n: int, count: int, seed: int, keep_all: bool = False) -> np.ndarray:
@@ -97,7 +97,7 @@ def children(recs: np.ndarray, per: int, seed: int) -> tuple[np.ndarray, np.ndar
 
 @njit
 def reuse_loop(recs, kids, src, out, leaves, reps: int, reuse: bool) -> int:
-    """Encode every child, with its position's leaf workspace (its ladder
+    """Encode every child, with its position's encoder scratch (its ladder
     cache kept once per position, first pass) or from scratch."""
     n = recs[0].n
     lad = np.empty(n * n, np.int8)
@@ -148,8 +148,8 @@ def main() -> None:
     encode_loop(recs, out, 1)
     calls = len(recs) * args.reps
     kids, src = children(recs, 4, args.seed + 1)
-    leaves = np.zeros(len(recs), LEAF_DTYPE)
-    reuse_loop(recs, kids[:1], src[:1], out, np.zeros(1, LEAF_DTYPE), 1, True)
+    leaves = np.zeros(len(recs), SCRATCH_DTYPE)
+    reuse_loop(recs, kids[:1], src[:1], out, np.zeros(1, SCRATCH_DTYPE), 1, True)
     reuse_loop(recs, kids[:1], src[:1], out, leaves, 1, False)
     reuse_loop(recs, kids, src, out, leaves, 1, True)  # the leaves and memos, once (as a search's root)
     kid_calls = len(kids) * args.reps

@@ -17,7 +17,7 @@ capture     ``--capture FILE``: self-play with the random network (64 games,
             records of ``go/board.BOARD_DTYPE``. Saved with ``numpy.savez``.
 replay      ``FILE``: every leaf rebuilt as the search's walk builds it (the
             root copied to one scratch board, the moves played) and encoded
-            as the search does (``search/puct.encode_leaf``: one leaf
+            as the search does (``encoders/leaf.encode_leaf``: one leaf
             workspace per game, the root's read-outs where the capture made
             them, then ``encode_sayuri_v3_reuse``), in a compiled loop;
             ``--reps`` passes, each from empty workspaces, timed by CPU
@@ -57,8 +57,8 @@ sys.path.insert(0, str(ROOT))
 
 from sayuri_async.go import board as B  # noqa: E402
 from sayuri_async.borrowed import borrowed  # noqa: E402
-from sayuri_async.sayuri.encoder import PLANES, encode_sayuri_v3_reuse, new_leaf_workspace  # noqa: E402
-from sayuri_async.sayuri.ladder import ladder_map_keep  # noqa: E402
+from sayuri_async.encoders.sayuri_v3 import PLANES, encode_sayuri_v3_reuse, new_scratch  # noqa: E402
+from sayuri_async.encoders.ladder import ladder_map_keep  # noqa: E402
 
 
 def capture(a) -> None:
@@ -81,7 +81,8 @@ def capture(a) -> None:
 
     def recorded(handle, planes, slot, want, forced, cache):
         w = handle[0][0]
-        ready = int(w["sayuri"]["ladders"]["ready"])
+        kept = handle[4][0]  # the encoder's scratch (encoders/leaf.py): its read-outs of the root
+        ready = int(kept["ladders"]["ready"]) and int(kept["root_serial"]) == int(w["root_serial"])
         out = descend(handle, planes, slot, want, forced, cache)
         if recording[0] and out[0] == 1:
             games.append(ids.setdefault(id(handle[0]), len(ids)))
@@ -227,7 +228,7 @@ def bench(a) -> None:
     idle = np.zeros(n * n, np.uint8)
     lad = np.zeros(n * n, np.int8)
     def workspaces() -> np.ndarray:
-        return np.concatenate([new_leaf_workspace() for _ in range(int(games.max()) + 1)])
+        return np.concatenate([new_scratch() for _ in range(int(games.max()) + 1)])
 
     checksum = replay(*args, workspaces(), scratch, out, idle, lad, True)  # compiles too
     times = []

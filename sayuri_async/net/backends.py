@@ -3,7 +3,7 @@
 Vocabulary
 ----------
 batch       ``uint8 [B, C, N, N]`` planes from the encoder named by
-            ``Backend.encoder`` (``features.py``); one board size per batch.
+            ``Backend.encoder`` (``encoders/``); one board size per batch.
 NetOutput   numpy results for a batch: ``policy [B, A]`` probabilities over
             all ``A = N*N + 1`` actions (pass last; softmax over every action
             on the device, not masked: the search masks illegal moves and
@@ -48,12 +48,14 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from ..encoders import DEFAULT_ENCODER, get_encoder
+
+if TYPE_CHECKING:
+    from .model import Net
 
 # the CPU's rate measurement (``TorchBackend.measure_rates``): untimed passes
 # first, then the fastest of at least CPU_MIN_PASSES timed ones (up to
@@ -213,7 +215,9 @@ def default_buckets(max_batch: int) -> list[int]:
 
 
 class TorchBackend(Backend):
-    """Runs a ``Net`` with torch.
+    """Runs a ``Net`` (or a module like it: ``sayuri.model.SayuriNet``)
+    with torch; ``name`` and ``meta`` are those of its weights file
+    (``backend_factory.make_backend`` loads it).
 
     CPU: float32 eval, ``threads`` sets ``torch.set_num_threads``.
     CUDA: ``dtype`` (bf16 by default) compute, channels_last, its own CUDA
@@ -225,27 +229,20 @@ class TorchBackend(Backend):
 
     def __init__(
         self,
-        net: "Net | str | Path",
+        net: "Net",
         device: str = "cpu",
         dtype: "torch.dtype | str | None" = None,
         max_batch: int = 256,
         use_cuda_graphs: bool = True,
         threads: int | None = None,
         buckets: list[int] | None = None,
+        name: str = "",
+        meta: dict | None = None,
     ) -> None:
         import torch
 
-        from ..sayuri.weights import load_any_weights
-        from .model import Net
-
-        meta: dict = {}
-        if not isinstance(net, Net):
-            path = str(net)
-            net, meta = load_any_weights(path)  # ours, or a Sayuri network file
-            self.name = str(meta.get("name") or Path(path).stem)
-        else:
-            self.name = f"net-{net.config.short_name}"
-        self.meta = meta
+        self.name = name or f"net-{net.config.short_name}"
+        self.meta = dict(meta or {})
         cfg = net.config
         enc = get_encoder(cfg.encoder)
         if enc.planes != cfg.input_planes:

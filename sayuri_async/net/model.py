@@ -36,6 +36,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from ..encoders.sayuri_v3_decode import decode_inputs
+
 BLOCK_KINDS = ("residual", "nested-bottleneck")
 ACTIVATION_ORDERS = ("post", "pre")
 OUTPUT_KEYS = ("policy", "opp_policy", "wdl", "score", "ownership")
@@ -292,8 +294,6 @@ class Net(nn.Module):
         # (the planes are bits); turn them back into Sayuri's real values.
         self._decode = None
         if cfg.encoder == "sayuri-v3":
-            from ..sayuri.inputs import decode_inputs
-
             self._decode = decode_inputs
 
     def forward(self, x: Tensor) -> dict[str, Tensor]:

@@ -52,7 +52,10 @@ class WeightsError(ValueError, UserError):
     """An unreadable, foreign, truncated or inconsistent weights file."""
 
 
-def _header(net: Net, meta: dict) -> dict[str, str]:
+def header_of(net: torch.nn.Module, meta: dict) -> dict[str, str]:
+    """The header that ``save_weights`` writes for ``net`` (any module with
+    a ``config`` of ``to_dict``, ``encoder``, ``input_planes``, board sizes
+    and ``short_name``) and ``meta``."""
     cfg = net.config
     enc = ENCODERS.get(cfg.encoder)
     return {
@@ -79,7 +82,7 @@ def save_weights(path: str | os.PathLike, net: Net, meta: dict[str, Any] | None 
     path = Path(path)
     tensors = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in net.state_dict().items()}
     with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata=_header(net, meta))
+        save_file(tensors, str(tmp), metadata=header_of(net, meta))
 
 
 def _header_doc(path: str) -> dict:
@@ -210,51 +213,61 @@ def _config_from_header(path: str, md: dict[str, str]) -> NetConfig:
     return cfg
 
 
+def read_tensors(path: str, expected: dict[str, torch.Tensor], what: str, optional: set[str] = frozenset(),
+                 rename=None) -> dict[str, torch.Tensor]:
+    """The tensors of the safetensors file ``path`` for a module whose state
+    is ``expected``, each of its shape and dtype (``rename`` maps an older
+    file's names to today's). Either every tensor is there or every one but
+    the ``optional`` ones; a WeightsError names the file and the mismatch
+    (``what``: the network the config describes), a tensor of another shape,
+    and one holding NaN or infinity."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(path, framework="pt", device="cpu") as f:
+            got = {(rename(k) if rename else k): f.get_tensor(k) for k in f.keys()}
+    except Exception as e:  # safetensors raises its own error types for bad files
+        raise WeightsError(f"{path}: cannot read tensors: {e}") from e
+    missing = set(expected) - set(got)
+    extra = sorted(set(got) - set(expected))
+    if (missing and missing != set(optional)) or extra:
+        shown = sorted(missing - set(optional)) or sorted(missing)
+        raise WeightsError(f"{path}: tensors do not match {what}: "
+                           f"missing {shown[:5]}{'...' if len(shown) > 5 else ''}, "
+                           f"unexpected {extra[:5]}{'...' if len(extra) > 5 else ''}")
+    for k, t in got.items():
+        want = expected[k]
+        if tuple(t.shape) != tuple(want.shape):
+            raise WeightsError(f"{path}: tensor {k} has shape {tuple(t.shape)}, the config needs {tuple(want.shape)}")
+        if t.is_floating_point() and not torch.isfinite(t).all():
+            raise WeightsError(f"{path}: tensor {k} holds NaN or infinity")
+        got[k] = t.to(want.dtype)
+    return got
+
+
+def read_meta(path: str, md: dict[str, str]) -> dict[str, Any]:
+    """The caller's meta dict stored in the header ``md`` (JSON)."""
+    try:
+        meta = json.loads(md.get("meta", "{}") or "{}")
+    except (ValueError, RecursionError) as e:
+        raise WeightsError(f"{path}: meta is not JSON: {e}") from e
+    if not isinstance(meta, dict):
+        raise WeightsError(f"{path}: meta is not a JSON object")
+    return meta
+
+
 def load_weights(path: str | os.PathLike, device: str = "cpu") -> tuple[Net, dict[str, Any]]:
     """``(net in eval mode, meta)``; raises WeightsError naming the file and
     the mismatch for anything wrong."""
-    from safetensors import safe_open
-
     path = str(path)
     md = read_header(path)
     cfg = _config_from_header(path, md)
     check_tensor_table(path, tensor_table(path), expected_shapes(lambda: Net(cfg)),
                        f"a {cfg.short_name} {cfg.block_kind} net")
     net = Net(cfg)
-    expected = net.state_dict()
-    tensors: dict[str, torch.Tensor] = {}
-    try:
-        with safe_open(path, framework="pt", device="cpu") as f:
-            keys = set(f.keys())
-            missing = sorted(set(expected) - keys)
-            extra = sorted(keys - set(expected))
-            if missing or extra:
-                raise WeightsError(
-                    f"{path}: tensors do not match a {cfg.short_name} {cfg.block_kind} net: "
-                    f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
-                    f"unexpected {extra[:5]}{'...' if len(extra) > 5 else ''}"
-                )
-            for k in expected:
-                tensors[k] = f.get_tensor(k)
-    except WeightsError:
-        raise
-    except Exception as e:  # safetensors raises its own error types for bad files
-        raise WeightsError(f"{path}: cannot read tensors: {e}") from e
-    for k, want in expected.items():
-        got = tensors[k]
-        if tuple(got.shape) != tuple(want.shape):
-            raise WeightsError(f"{path}: tensor {k} has shape {tuple(got.shape)}, the config needs {tuple(want.shape)}")
-        if got.is_floating_point() and not torch.isfinite(got).all():
-            raise WeightsError(f"{path}: tensor {k} holds NaN or infinity")
-        tensors[k] = got.to(want.dtype)
-    net.load_state_dict(tensors)
+    net.load_state_dict(read_tensors(path, net.state_dict(), f"a {cfg.short_name} {cfg.block_kind} net"))
     net.eval().to(device)
-    try:
-        meta = json.loads(md.get("meta", "{}"))
-    except json.JSONDecodeError as e:
-        raise WeightsError(f"{path}: meta is not JSON: {e}") from e
-    if not isinstance(meta, dict):
-        raise WeightsError(f"{path}: meta is not a JSON object")
+    meta = read_meta(path, md)
     try:
         step = int(md.get("step", "0") or 0)
     except ValueError:

@@ -6,8 +6,9 @@ Sayuri        the C++ Go engine by CGLemon (GitHub CGLemon/Sayuri, GPLv3);
               nothing of its code is copied here, the formats are
               re-implemented from their description and source.
 sayuri-v3     our name for the 43-plane encoder of Sayuri's weights versions
-              3 to 5 (``encoder.py``; ``ladder.py`` and ``benson.py`` hold the
-              costly planes).
+              3 to 5: an encoder like any other (``encoders/sayuri_v3.py``,
+              whose ``sayuri_v3_decode.py`` turns its komi planes into
+              Sayuri's floats on the device).
 weights file  Sayuri's text format, or the same with ``FloatType float32bin``
               (``weights.py`` reads and writes both).
 SayuriNet     the torch module that runs an imported network and trains it
@@ -18,6 +19,7 @@ term average  Sayuri's short/middle/long-term value targets (``targets.py``).
 chunk         Sayuri's gzip text training data, record version 2
               (``data.py`` turns it into our training samples).
 
-Import ``sayuri_async.sayuri.encoder`` to register the encoder; this package
-itself imports nothing heavy.
+This package is interoperability only: our own encoders, ladder reading and
+safe areas live in ``encoders/``, the generic weight loading in ``net/``.
+This package itself imports nothing heavy.
 """

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         from ..encoders import get_encoder
-        from .encoder import NAME
+        from ..encoders.sayuri_v3 import NAME
         from ..go.board import new_board
         from ..go.coords import action_to_vertex
 

@@ -58,8 +58,8 @@ import numpy as np
 
 from ..chunkfile import make_meta, write_new_chunk
 from ..configfile import between, check_tables, fill, read_toml
+from ..encoders.sayuri_v3 import MISC_PLANES, NAME, P_KOMI, P_NEG_KOMI, P_ONES, P_RULE, PLANES, komi_count
 from ..fileio import run_stamp
-from .encoder import MISC_PLANES, NAME, P_KOMI, P_NEG_KOMI, P_ONES, P_RULE, PLANES, komi_count
 from ..usererror import UserError
 
 RECORD_LINES = 53

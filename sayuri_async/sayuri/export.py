@@ -29,9 +29,13 @@ import sys
 import numpy as np
 import torch
 
-from .model import SayuriNet
-from .weights import Layer, write_sayuri
+from ..encoders import get_encoder
+from ..encoders.sayuri_v3 import NAME
+from ..go.board import new_board
+from ..net.weights import WeightsError
 from ..usererror import ArgumentParser, RunFailure, UserError, answered, input_file, output_file
+from .model import SayuriNet
+from .weights import Layer, import_sayuri, load_any_weights, write_sayuri
 
 CHECK_TOLERANCE = 1e-4
 FORMATS = ("text", "bin")
@@ -84,10 +88,6 @@ def export_sayuri(net: SayuriNet, path: str | os.PathLike, binary: bool = False)
 @torch.no_grad()
 def max_difference(a: SayuriNet, b: SayuriNet, sizes: tuple[int, ...] = (9, 19)) -> float:
     """Largest output difference of two nets on empty boards (black to move)."""
-    from ..go.board import new_board
-    from ..encoders import get_encoder
-    from .encoder import NAME
-
     worst = 0.0
     for n in sizes:
         x = torch.from_numpy(get_encoder(NAME)(new_board(n))).float()[None]
@@ -116,9 +116,6 @@ def _parser() -> argparse.ArgumentParser:
 @answered("export")
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from ..net.weights import WeightsError
-    from .weights import import_sayuri, load_any_weights
-
     input_file(args.weights, "", "weights file")
     output_file(args.out, "-o", "net.bin.txt", inputs=[args.weights])
     try:

@@ -29,7 +29,7 @@ calibrate     ``calibrate_norms(x)``: fold each norm into its convolution,
 folded        ``fold_batchnorm()``: an eval copy with every norm merged into
               its convolution and replaced by ``nn.Identity`` (what the engine
               runs and what our import files store).
-decode_inputs ``inputs.py``: the ``sayuri-v3`` planes into Sayuri's
+decode_inputs ``encoders/sayuri_v3_decode.py``: the ``sayuri-v3`` planes into Sayuri's
               real-valued inputs (``Net.forward`` runs it first).
 outputs       ``forward`` returns the keys of ``net/model.py``'s Net:
               ``policy``, ``opp_policy`` ([B, N*N+1] logits, pass last; Sayuri's
@@ -60,9 +60,9 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from ..net.model import NORM_MODES, Net
-from .encoder import NAME as ENCODER_NAME
-from .encoder import PLANES
-from .inputs import decode_inputs
+from ..encoders.sayuri_v3 import NAME as ENCODER_NAME
+from ..encoders.sayuri_v3 import PLANES
+from ..encoders.sayuri_v3_decode import decode_inputs
 
 BLOCK_KINDS = ("residual", "bottleneck", "nested-bottleneck")
 ACTIVATIONS = ("identity", "relu", "elu", "selu", "gelu", "mish", "swish", "hardswish")

@@ -55,7 +55,9 @@ import numpy as np
 import torch
 
 from ..fileio import atomic_path
-from ..net.weights import WeightsError, check_tensor_table, expected_shapes, size_problem, tensor_table
+from ..net.model import Net, NetConfig
+from ..net.weights import (WeightsError, check_tensor_table, expected_shapes, header_of, load_weights, read_header,
+                           read_meta, read_tensors, size_problem, tensor_table)
 from .model import (ACTIVATIONS, POLICY_OUTPUTS, VALUE_MISC, BlockSpec, SayuriConfig,
                     SayuriNet)
 
@@ -454,12 +456,10 @@ def save_imported(path: str | os.PathLike, net: SayuriNet, meta: dict[str, Any] 
     the tensors of an import."""
     from safetensors.torch import save_file
 
-    from ..net.weights import _header
-
     meta = dict(meta or {})
     path = Path(path)
     folded = net.fold_batchnorm() if isinstance(net, SayuriNet) else net
-    header = _header(folded, meta)  # reads only config.to_dict/encoder/sizes/short_name
+    header = header_of(folded, meta)  # reads only config.to_dict/encoder/sizes/short_name
     header["architecture"] = "sayuri"
     tensors = {k: t.detach().to("cpu", torch.float32).contiguous() for k, t in folded.state_dict().items()}
     with atomic_path(path) as tmp:
@@ -480,8 +480,6 @@ def _load_imported(path: str, md: dict[str, str]) -> tuple[SayuriNet, dict[str, 
     """An import (or a trained export) in our format. Its norms may be stored
     (a checkpoint's full state) or folded away (then they start at the
     identity); older imports without norms load the same way."""
-    from safetensors import safe_open
-
     try:
         cfg = SayuriConfig.from_dict(json.loads(md["config"]))
     except (KeyError, TypeError, ValueError, RecursionError) as e:
@@ -494,27 +492,10 @@ def _load_imported(path: str, md: dict[str, str]) -> tuple[SayuriNet, dict[str, 
                        optional={k for k in shapes if ".norm." in k}, rename=lambda k: _our_key(k, shapes))
     net = SayuriNet(cfg)
     want = net.state_dict()
-    norm_keys = {k for k in want if ".norm." in k}
-    try:
-        with safe_open(path, framework="pt", device="cpu") as f:
-            got = {_our_key(k, want): f.get_tensor(k) for k in f.keys()}
-    except Exception as e:
-        raise WeightsError(f"{path}: cannot read tensors: {e}") from e
-    missing = set(want) - set(got)
-    if (missing and missing != norm_keys) or set(got) - set(want):
-        raise WeightsError(f"{path}: tensors do not match the {cfg.short_name} Sayuri net "
-                           f"(missing {sorted(missing - norm_keys)[:5] or sorted(missing)[:5]}, "
-                           f"unexpected {sorted(set(got) - set(want))[:5]})")
-    for k, t in got.items():
-        if tuple(t.shape) != tuple(want[k].shape):
-            raise WeightsError(f"{path}: tensor {k} has shape {tuple(t.shape)}, expected {tuple(want[k].shape)}")
-        if not torch.isfinite(t).all():
-            raise WeightsError(f"{path}: tensor {k} holds NaN or infinity")
-    net.load_state_dict(got, strict=False)
-    try:
-        meta = json.loads(md.get("meta", "{}") or "{}")
-    except ValueError as e:
-        raise WeightsError(f"{path}: meta is not JSON: {e}") from e
+    net.load_state_dict(read_tensors(path, want, f"the {cfg.short_name} Sayuri net",
+                                     optional={k for k in want if ".norm." in k},
+                                     rename=lambda k: _our_key(k, want)), strict=False)
+    meta = read_meta(path, md)
     meta.update(name=md.get("name", cfg.short_name), encoder=cfg.encoder, config=cfg.to_dict())
     return net.eval(), meta
 
@@ -530,8 +511,6 @@ def is_sayuri_file(path: str | os.PathLike) -> bool:
 def load_any_weights(path: str | os.PathLike, device: str = "cpu") -> tuple[torch.nn.Module, dict[str, Any]]:
     """``(module in eval mode, meta)`` from a Sayuri file (text or binary), an
     imported Sayuri net in our format, or one of our own Net files."""
-    from ..net.weights import load_weights, read_header
-
     path = str(path)
     if is_sayuri_file(path):
         net, meta = import_sayuri(path)
@@ -545,8 +524,6 @@ def load_any_weights(path: str | os.PathLike, device: str = "cpu") -> tuple[torc
 
 def config_from_dict(d: dict[str, Any]) -> Any:
     """A ``SayuriConfig`` for a Sayuri architecture's dict, else a ``NetConfig``."""
-    from ..net.model import NetConfig
-
     if d.get("architecture") == "sayuri":
         return SayuriConfig.from_dict(d)
     return NetConfig.from_dict(d)
@@ -554,8 +531,6 @@ def config_from_dict(d: dict[str, Any]) -> Any:
 
 def new_net(cfg: Any) -> torch.nn.Module:
     """An untrained module for a config of either architecture."""
-    from ..net.model import Net
-
     return SayuriNet(cfg) if isinstance(cfg, SayuriConfig) else Net(cfg)
 
 

@@ -167,19 +167,23 @@ NO_FORCED = np.empty(0, dtype=np.int64)  # [0]: every playout's root child is ch
 def encode_leaf_rounds(rounds: list[tuple], planes: np.ndarray) -> None:
     """An evaluator's preparation of a batch's rows (``evaluator.py``):
     encode the waiting leaves of the searches' ``rounds`` (``(workspace
-    address, leaf boards' address, slot, leaves, workspace, leaf boards)``
-    each, as ``Search.playouts`` commits them) into ``planes``, in one
-    compiled call that releases the GIL (``puct.encode_rounds``). The
-    compiled call reads memory at the addresses unchecked, so a round whose
-    leaves overrun its leaf boards, or whose rows overrun ``planes``,
-    raises ValueError first."""
+    address, leaf boards' address, scratch address, slot, leaves,
+    workspace, leaf boards, scratch)`` each, as ``Search.playouts`` commits
+    them) into ``planes``, in one compiled call that releases the GIL
+    (``puct.encode_rounds``). The compiled call reads memory at the
+    addresses unchecked, so a round whose leaves overrun its leaf boards,
+    whose rows overrun ``planes``, or whose scratch is not laid out as the
+    first round's, raises ValueError first."""
     rows = planes.shape[0]
-    for _, _, slot, leaves, _, boards in rounds:
+    first = rounds[0]
+    for _, _, _, slot, leaves, _, boards, scratch in rounds:
         if leaves > boards.shape[0] or not 0 <= slot <= rows - leaves:
             raise ValueError(f"a search round of {leaves} leaves at row {slot} does not fit its "
                              f"{boards.shape[0]} leaf boards and the batch's {rows} rows")
-    jobs = np.array([r[:4] for r in rounds], dtype=np.int64)  # [R, 4]
-    encode_rounds(rounds[0][4], rounds[0][5][:1], jobs, planes)
+        if scratch.shape != first[7].shape or scratch.dtype != first[7].dtype:
+            raise ValueError("a batch's search rounds do not share one encoder's scratch layout")
+    jobs = np.array([r[:5] for r in rounds], dtype=np.int64)  # [R, 5]
+    encode_rounds(first[5], first[6][:1], first[7], jobs, planes)
 
 
 class Search:
@@ -329,8 +333,8 @@ class Search:
         k_max = self._leaves
         budget = self.budget_bytes
         handle = self.tree_handle()
-        ws, boards = self.ws, self.boards
-        address, boards_address = self._addresses
+        ws, boards, scratch = self.ws, self.boards, self.scratch
+        address, boards_address, scratch_address = self._addresses
         off_loop = self._encoder.off_loop
         done = requests = hits_total = 0
         try:
@@ -351,7 +355,8 @@ class Search:
                     continue
                 try:
                     out = await commit(leaves, prepare=(encode_leaf_rounds,
-                                                        (address, boards_address, slot, leaves, ws, boards))
+                                                        (address, boards_address, scratch_address, slot,
+                                                         leaves, ws, boards, scratch))
                                        if off_loop else None)
                 except asyncio.CancelledError:
                     self._abandon_workspace()
@@ -368,34 +373,36 @@ class Search:
                 counters.cache_hits += hits_total
         return done
 
-    def _new_workspace(self) -> tuple[np.ndarray, np.ndarray]:
-        """A workspace for this search's settings and its leaf boards
-        (``tree.py``, "leaf boards")."""
+    def _new_workspace(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A workspace for this search's settings, its leaf boards
+        (``tree.py``, "leaf boards") and its encoder's scratch
+        (``encoders/leaf.py``)."""
         ws = new_workspace()
         ws[0]["params"] = self.cfg.params()
         ws[0]["encoder"] = self._encoder.ident
         ws[0]["encode_off_loop"] = self._encoder.off_loop
-        return ws, new_leaf_boards(self._leaves if self._encoder.off_loop else 1)
+        return ws, new_leaf_boards(self._leaves if self._encoder.off_loop else 1), self._encoder.new_scratch()
 
-    def _set_workspace(self, ws: np.ndarray, boards: np.ndarray) -> None:
-        self.ws, self.boards = ws, boards
-        self._addresses = (ws.ctypes.data, boards.ctypes.data)  # (ctypes.data costs a microsecond)
+    def _set_workspace(self, ws: np.ndarray, boards: np.ndarray, scratch: np.ndarray) -> None:
+        self.ws, self.boards, self.scratch = ws, boards, scratch
+        # (ctypes.data costs a microsecond)
+        self._addresses = (ws.ctypes.data, boards.ctypes.data, scratch.ctypes.data)
 
     def _abandon_workspace(self) -> None:
         """The await of a round was cancelled: its leaves may still be
         encoded into the workspace, in the evaluator's thread, at any time
         (the batch they are in still leaves). The search takes a fresh
-        workspace, leaf boards and tree; the old ones stay with that
-        batch's round."""
+        workspace, leaf boards, scratch and tree; the old ones stay with
+        that batch's round."""
         self._set_workspace(*self._new_workspace())
         self._sym_n = 0
         self.reset()
 
     def tree_handle(self) -> tuple:
-        """The compiled round's tree handle ``(ws, nodes, edges, boards)``
-        (``puct.py``, "handles"); ``make_room`` may replace the pools, so
-        take it again after that."""
-        return self.ws, self.nodes, self.edges, self.boards
+        """The compiled round's tree handle ``(ws, nodes, edges, boards,
+        scratch)`` (``puct.py``, "handles"); ``make_room`` may replace the
+        pools, so take it again after that."""
+        return self.ws, self.nodes, self.edges, self.boards, self.scratch
 
     def make_room(self) -> None:
         """With a memory budget: pools with one round's edges and records

@@ -56,8 +56,10 @@ round       what one search does between two awaits: up to
 handles     the round's arguments grouped as plain tuples (numba types a
             plain tuple of arrays as fast as separate arguments; a
             namedtuple costs about 2 us more per call to dispatch):
-            ``tree = (ws, nodes, edges, boards)`` (``Search.tree_handle``:
-            the workspace, the pools and the leaf boards of ``tree.py``),
+            ``tree = (ws, nodes, edges, boards, scratch)``
+            (``Search.tree_handle``: the workspace, the pools and the leaf
+            boards of ``tree.py``, and the encoder's scratch,
+            ``encoders/leaf.py``),
             ``cache = NNCache.arrays`` (keys ``[S]``, policy ``[S, A]``,
             wdl ``[S, 3]``, score ``[S]``) and
             ``answers = (policy [B, A], wdl [B, 3], score [B])``, a batch's
@@ -65,9 +67,9 @@ handles     the round's arguments grouped as plain tuples (numba types a
             (``borrowed.py``): below them no view of the tree, the planes,
             the cache or the answers counts references.
 
-Leaves are encoded with the encoder named by ``ws.encoder`` (see
-``encode_leaf``), which leaves the side to move's idle points (``tree.py``)
-out of a leaf's moves where the encoding found them.
+Leaves are encoded with the encoder named by ``ws.encoder`` and its scratch
+(``encoders.leaf.encode_leaf``), which leaves the side to move's idle points
+(``tree.py``) out of a leaf's moves where the encoding found them.
 """
 from __future__ import annotations
 
@@ -77,12 +79,9 @@ import numpy as np
 from numba import njit
 
 from ..borrowed import borrowed, borrowed_at
+from ..encoders.leaf import encode_leaf
 from ..go import board as B
-from ..features import encode_simple_v1
 from ..go.scoring import area_outcome
-from ..sayuri.benson import opponent_safe_from, opponent_safe_points, pass_alive_idle
-from ..sayuri.encoder import IDENT as SAYURI_V3_IDENT, encode_sayuri_v3_reuse
-from ..sayuri.ladder import ladder_map_keep
 from ..infer.cache import cache_key, cache_lookup, cache_store
 from ..symmetry import permute_planes
 from .superko import repeats_position
@@ -163,38 +162,6 @@ def select_child(nodes, edges, node: int, params, is_root: bool) -> int:
         if s > best_score:
             best = p
     return best
-
-
-@njit(cache=True)
-def encode_leaf(w, rec, out, depth: int) -> int:
-    """Encode the leaf ``rec`` into ``out`` with the workspace's encoder
-    (``w.encoder``, an ``encoders.Encoder.ident``) and write its idle points
-    (``tree.py``) and its barred points (the opponent's safe area,
-    ``benson.py``) into ``w.leaf_idle`` where they are known: from the
-    ``sayuri-v3`` encoder's own safe areas, and at the root (``depth`` 0)
-    for any encoder. Returns how many (0: none, or not looked for). The
-    compiled search names its encoders here: a numba function passed as an
-    argument costs microseconds per call, and a closure over one cannot be
-    cached on disk. A new encoder adds its branch.
-
-    ``sayuri-v3`` reads its ladders with the root's read-outs
-    (``ladder.ladder_map_reuse``), made at the first leaf after
-    ``set_root``; the planes are those of ``encode_sayuri_v3``."""
-    if w.encoder == SAYURI_V3_IDENT:
-        leaf = w.sayuri
-        if leaf.ladders.ready == 0:
-            ladder_map_keep(w.root, leaf.lad[:w.root.n * w.root.n], leaf.ladders)
-        k = encode_sayuri_v3_reuse(rec, out, leaf, w.leaf_idle)
-        if rec.scoring != 1:  # under territory scoring its planes have no safe areas
-            n2 = rec.n * rec.n
-            return k + opponent_safe_from(rec, rec.to_move, leaf.safe[:n2], leaf.owner[:n2], w.leaf_idle)
-        if depth > 0:
-            return k
-    else:
-        encode_simple_v1(rec, out)
-        if depth > 0:
-            return 0
-    return pass_alive_idle(rec, rec.to_move, w.leaf_idle) + opponent_safe_points(rec, rec.to_move, w.leaf_idle)
 
 
 @njit(cache=True)
@@ -300,12 +267,13 @@ def hold_leaf(ws, nodes, rec, leaf_slot: int) -> np.uint64:
 
 
 @njit(cache=True)
-def encode_waiting_leaf(ws, rec, planes, row: int, leaf_slot: int) -> None:
+def encode_waiting_leaf(ws, scratch, rec, planes, row: int, leaf_slot: int) -> None:
     """Encode the leaf waiting in ``leaf_slot`` (``hold_leaf``; its board
-    ``rec``) into ``planes[row]`` (encoder ``ws.encoder``, in the leaf's
-    symmetry) and collect its moves when it needs them."""
+    ``rec``) into ``planes[row]`` (encoder ``ws.encoder`` with its
+    ``scratch``, in the leaf's symmetry) and collect its moves when it
+    needs them."""
     w = ws[0]
-    idle = encode_leaf(w, rec, planes[row], w.depths[leaf_slot])
+    idle = encode_leaf(w.encoder, scratch, w.root, w.root_serial, rec, planes[row], w.depths[leaf_slot], w.leaf_idle)
     if w.leaf_collect[leaf_slot]:
         collect_moves(ws, rec, leaf_slot, idle > 0)
     sym = w.leaf_sym[leaf_slot]
@@ -328,6 +296,7 @@ def descend_round(tree, planes, slot: int, want: int, forced, cache):
     already finished (ends of the game and cache hits) and, of those,
     cache hits."""
     ws, nodes, edges, boards = borrowed(tree[0]), borrowed(tree[1]), borrowed(tree[2]), borrowed(tree[3])
+    scratch = borrowed(tree[4])
     planes = borrowed(planes)
     keys, c_policy, c_wdl = borrowed(cache[0]), borrowed(cache[1]), borrowed(cache[2])
     leaves = 0
@@ -346,7 +315,7 @@ def descend_round(tree, planes, slot: int, want: int, forced, cache):
         key = hold_leaf(ws, nodes, rec, leaves)
         j = cache_lookup(keys, key)
         if j >= 0 or not off_loop:
-            encode_waiting_leaf(ws, rec, planes, slot + leaves, leaves)  # a hit needs its moves; its row is the next leaf's
+            encode_waiting_leaf(ws, scratch, rec, planes, slot + leaves, leaves)  # a hit needs its moves; its row is the next leaf's
         if j >= 0:
             finish(ws, nodes, edges, leaves, c_policy, c_wdl, j)
             completed += 1
@@ -357,24 +326,26 @@ def descend_round(tree, planes, slot: int, want: int, forced, cache):
 
 
 @njit(cache=True, nogil=True)
-def encode_rounds(like_ws, like_board, rounds, planes) -> None:
+def encode_rounds(like_ws, like_board, like_scratch, rounds, planes) -> None:
     """Encode the waiting leaves of several searches' rounds
     (``descend_round``) into ``planes`` and collect their moves: round
-    ``j`` is ``rounds[j] = (workspace, boards, slot, leaves)`` [R, 4]
-    int64: the addresses (``ndarray.ctypes.data``) of its search's
-    workspace and leaf boards, reached through ``borrowed_at`` with
-    ``like_ws`` (any workspace) and ``like_board`` (any ``[1]`` board
-    array), and its rows ``slot .. slot + leaves - 1``. One call for a
+    ``j`` is ``rounds[j] = (workspace, boards, scratch, slot, leaves)``
+    [R, 5] int64: the addresses (``ndarray.ctypes.data``) of its search's
+    workspace, leaf boards and encoder scratch, reached through
+    ``borrowed_at`` with ``like_ws`` (any workspace), ``like_board`` (any
+    ``[1]`` board array) and ``like_scratch`` (any scratch of the rounds'
+    encoder), and its rows ``slot .. slot + leaves - 1``. One call for a
     whole batch: the evaluator runs it in a thread of its own, the GIL
     released, while the searches wait for their answers
     (``mcts.encode_leaf_rounds``)."""
     planes = borrowed(planes)
     for j in range(rounds.shape[0]):
         ws = borrowed_at(like_ws, rounds[j, 0])
-        slot = rounds[j, 2]
-        for i in range(rounds[j, 3]):
+        scratch = borrowed_at(like_scratch, rounds[j, 2])
+        slot = rounds[j, 3]
+        for i in range(rounds[j, 4]):
             rec = borrowed_at(like_board, rounds[j, 1] + i * BOARD_BYTES)[0]
-            encode_waiting_leaf(ws, rec, planes, slot + i, i)
+            encode_waiting_leaf(ws, scratch, rec, planes, slot + i, i)
 
 
 @njit(cache=True, nogil=True)

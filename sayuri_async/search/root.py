@@ -13,11 +13,11 @@ complete    a root with an edge for every legal move. A root kept from a
             the next descent completes it, and these functions skip it.
 ``[A]``     arrays over actions (points, pass last) that the root's
             children are reported into; actions without a child read 0.
-barred      a root move into the opponent's safe area (``sayuri/benson.py``:
+barred      a root move into the opponent's safe area (``encoders/benson.py``:
             its pass-alive strings' vital regions and the regions where the
             mover cannot make two eyes): no stone can live there. The root's
             first expansion leaves them out, as it leaves out the mover's
-            own idle points (``puct.encode_leaf``); ``close_barred_root_edges``
+            own idle points (``encoders.leaf.encode_leaf``); ``close_barred_root_edges``
             closes them in a root kept from a child, whose edges were written
             below an earlier root (with ``sayuri-v3`` they are left out there
             too; with ``simple-v1`` they are not).
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..sayuri.benson import opponent_safe_points
+from ..encoders.benson import opponent_safe_points
 from .tree import TAIL, tree_reset
 
 

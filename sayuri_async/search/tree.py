@@ -47,7 +47,10 @@ workspace   ``[1]`` record of WS_DTYPE per game: the root position, the
             as at move 3), the paths of the leaves waiting on the network
             (``paths[i, :depths[i] + 1]``: node indices, leaf last), the
             search parameters and the tree's bookkeeping (root node, pool
-            use).
+            use). The encoder's working memory is not in it: the search
+            keeps the encoder's own scratch array beside it
+            (``encoders/leaf.py``), so a ``simple-v1`` game's workspace
+            stays small.
 leaf boards ``[k]`` records of BOARD_DTYPE per game (``new_leaf_boards``):
             ``leaf_rec(boards, i)`` is the board the walk to waiting leaf
             ``i`` replayed from the root, kept until that leaf is encoded.
@@ -70,7 +73,7 @@ value       in ``[-1, 1]`` for the side to move at a node (win minus loss);
             winrate = (value + 1) / 2 (``value.py``).
 params      float64 vector indexed by the P_* constants (PUCT and FPU).
 idle points the side to move's empty points inside its own pass-alive
-            area with no opponent stone (``sayuri/benson.py``): no move
+            area with no opponent stone (``encoders/benson.py``): no move
             there can gain anything, and the search never plays one (pass
             stays). The root's children never include one (``set_root``
             closes kept edges there; its first expansion leaves them out);
@@ -90,10 +93,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..encoders.benson import pass_alive_idle
 from ..go import board as B
 from .superko import TABLE_SLOTS, fill_position_set
-from ..sayuri.benson import pass_alive_idle
-from ..sayuri.encoder import LEAF_DTYPE
 
 MAX_DEPTH = 512
 MAX_LEAVES = 16  # leaves one search may have waiting on the network at once
@@ -156,7 +158,7 @@ WS_DTYPE = np.dtype(
         ("prior_buf", np.float32, (MAX_ACTIONS,)),  # the expanding leaf's priors, in leaf_moves order
         ("action_mark", np.uint8, (MAX_ACTIONS,)),  # scratch: actions that have an edge already (widen)
         ("leaf_idle", np.uint8, (MAX_ACTIONS,)),  # the leaf's idle points (see "idle points"); pass never
-        ("sayuri", LEAF_DTYPE),  # the sayuri-v3 leaves' workspace: the ladder read-outs kept, working memory
+        ("root_serial", np.int64),  # set_root calls: the root the encoder's scratch made its read-outs for
     ],
     align=True,
 )
@@ -220,7 +222,7 @@ def set_root(ws, nodes, edges, arr, hashes, max_moves: int, keep: bool, edge_roo
     B.copy_board(w.root, arr[0])
     w.game_mask = fill_position_set(w.game_table, hashes)
     w.max_moves = max_moves
-    w.sayuri.ladders.ready = 0  # the root's read-outs are made at its first leaf
+    w.root_serial += 1  # an encoder's read-outs of the root are made at its first leaf (encoders/leaf.py)
     close_idle_root_edges(ws, nodes, edges)
 
 

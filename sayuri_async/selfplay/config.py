@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 
 from ..configfile import (SEED_RANGE, Bad, CommandLine, at_least, between, check_tables, fill, read_toml, require,
                           within)
+from ..encoders import ENCODERS
 from ..search.mcts import SearchConfig
 from ..search.pools import selfplay_edges
 
@@ -138,8 +139,6 @@ class SelfplayConfig:
             except DeviceModelError as e:
                 raise Bad("device_model", str(e)) from None
         if self.encoder:
-            from ..encoders import ENCODERS
-
             require(self.encoder in ENCODERS, "encoder", f"must be one of {', '.join(sorted(ENCODERS))}, "
                                                          f"not {self.encoder!r}")
         within(self, "[0, 1]", "reduce_playouts_prob", "pass_after_factor", "resign_discard_prob")

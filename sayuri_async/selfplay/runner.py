@@ -44,6 +44,8 @@ import time
 from dataclasses import replace
 from typing import Any, Callable, Coroutine
 
+from ..backend_factory import make_backend
+from ..encoders import DEFAULT_ENCODER
 from ..fileio import run_stamp
 from ..killpoint import kill_point
 from ..lifetime import die_with_parent, parent_alive, stop_on_signals
@@ -102,10 +104,6 @@ def make_engine_backend(cfg: SelfplayConfig, device: str):
     """The backend of one engine process. On a CPU the cores are shared out
     between the engine processes, so K processes do not each start a torch
     thread per core."""
-    from ..net.factory import make_backend
-
-    from ..encoders import DEFAULT_ENCODER
-
     weights = cfg.weights or None
     kw: dict = {"max_batch": max(cfg.batch_size, 1)}
     if weights is not None and device == "cpu":

@@ -72,7 +72,7 @@ def network_encoder(path: str) -> str | None:
     """The planes the network in ``path`` reads, from its header alone (None
     when the header does not say: the trainer's own checks then speak)."""
     from sayuri_async.net.weights import WeightsError, read_header
-    from sayuri_async.sayuri.encoder import NAME as SAYURI_ENCODER
+    from sayuri_async.encoders.sayuri_v3 import NAME as SAYURI_ENCODER
     from sayuri_async.sayuri.weights import is_sayuri_file
 
     if is_sayuri_file(path):

@@ -1,25 +1,17 @@
-"""Input encoders: board record -> uint8 planes for the network.
+"""The plane kernels every encoder shares, and encoding a batch of boards.
 
 Vocabulary
 ----------
-encoder   a named, versioned way to turn a board record (``go/board.py``)
-          into ``planes`` uint8 planes ``out[C, N, N]`` for the side to
-          move. A network records the encoder it was trained with (its
-          NetConfig and weights file); engines look it up by name in the
-          registry, ``encoders.py``. This module holds ``simple-v1`` and the
-          plane kernels other encoders share (``eq_planes``).
-encode    the encoder's compiled function ``encode(rec, out)``: ``rec`` is a
-          board record (``arr[0]``), ``out`` a C-contiguous ``[C, N, N]``
-          uint8 view (usually one row of the batcher's pinned input
-          buffer). Every cell of ``out`` is written (no need to clear it).
-          Row ``y = 0`` is GTP row 1, column ``x`` is the GTP column, so
-          plane cell ``[y, x]`` is action ``y * N + x``. It is a numba
-          dispatcher: call it from Python, or pass it as an argument to
-          other compiled functions and call it there.
-own/opp   colours relative to the side to move at the current position
-          (also for the history planes).
-
-``docs/features.md`` lists every plane of every encoder.
+flat planes  an encoder's output ``out[C, N, N]`` seen as one flat uint8
+             array ``o`` (``out.reshape(out.size)``): plane ``c`` starts at
+             ``c * N * N``, cell ``(y, x)`` of it at ``c * N * N + y * N + x``.
+padded array a board array indexed by point, ``(y + 1) * w + 1 + x``
+             (``go/board.py``), as the board's colours and history are.
+eq_planes    two planes at once: where a padded array equals one value,
+             and where it equals another (the stone planes of every
+             encoder), by vector compares.
+fill         a run of cells set to one value.
+encode_many  one encoder over a batch of boards (benchmarks, batch tools).
 """
 from __future__ import annotations
 
@@ -28,24 +20,6 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from .go.board import BLACK, HISTORY, MAX_P, NO_KO
-
-# --------------------------------------------------------------------------
-# simple-v1
-
-SIMPLE_V1_PLANES = 2 * HISTORY + 1 + 1 + 1 + 6  # 25
-# plane indices (see docs/features.md)
-# planes 0 .. 2 * HISTORY - 1: 2k own stones k plies ago, 2k+1 opponent stones k plies ago
-P_BLACK_TO_MOVE = 2 * HISTORY  # 16
-P_ONES = P_BLACK_TO_MOVE + 1  # 17
-P_KO = P_ONES + 1  # 18
-P_OWN_LIBS = P_KO + 1  # 19, 20, 21: own strings with 1, 2, 3+ liberties
-P_OPP_LIBS = P_OWN_LIBS + 3  # 22, 23, 24: opponent strings with 1, 2, 3+
-
-
-# --------------------------------------------------------------------------
-# vector kernels
-#
 # A board row is short (7..19 cells), too short for LLVM's loop vectoriser,
 # which wants 32 or 64 iterations on AVX2 machines; row-by-row loops ran
 # scalar (about 3 us per 19x19 position). These intrinsics emit one
@@ -139,57 +113,11 @@ def eq_planes(src, w, n, o, d1, d2, v1, v2) -> None:
 
 
 @njit(inline="always")
-def _fill(o, start, count, v) -> None:
+def fill(o, start, count, v) -> None:
+    """``o[start:start + count] = v`` for the flat plane array ``o``."""
     z = o[start:start + count]  # a slice, so the index is provably >= 0 and the loop vectorises
     for i in range(count):
         z[i] = v
-
-
-@njit(cache=True)
-def encode_simple_v1(rec, out) -> None:
-    """AlphaZero-style planes plus ko and liberty planes; 25 planes."""
-    n = rec.n
-    w = rec.w
-    nn = n * n
-    own = np.int8(rec.to_move)
-    opp = np.int8(3 - rec.to_move)
-    o = out.reshape(out.size)  # flat view: plane c starts at c * nn
-    hist = rec.hist  # [HISTORY, MAX_P] int8 colours on the padded board
-    for k in range(HISTORY):
-        d = 2 * k * nn
-        if k <= rec.move_num:
-            _planes2(hist[(rec.hist_pos - k) % HISTORY], w, n, o, d, d + nn, own, opp)
-        else:
-            _fill(o, d, 2 * nn, np.uint8(0))
-    _fill(o, P_BLACK_TO_MOVE * nn, nn, np.uint8(1) if rec.to_move == BLACK else np.uint8(0))
-    _fill(o, P_ONES * nn, nn, np.uint8(1))
-    _fill(o, P_KO * nn, nn, np.uint8(0))
-    ko = rec.ko
-    if ko != NO_KO:
-        o[P_KO * nn + (ko // w - 1) * n + ko % w - 1] = 1
-    # liberty code per padded point: 0 empty/border, 1..3 own string with
-    # 1, 2, 3+ liberties, 5..7 the same for the opponent; then 6 planes by compare
-    code = np.empty(MAX_P, np.int8)
-    lo = w + 1
-    m = n * w + n + 1 - lo  # from the first to the last interior point
-    cs = rec.color[lo:lo + m]
-    ps = rec.parent[lo:lo + m]
-    cd = code[lo:lo + m]
-    libs = rec.libs
-    for i in range(m):
-        c = cs[i]
-        lib = np.int8(min(libs[np.uint16(ps[i])], 3))  # unsigned index: no wraparound check
-        cd[i] = np.int8(c == own) * lib + np.int8(c == opp) * (lib + np.int8(4))
-    b = P_OWN_LIBS * nn
-    _planes2(code, w, n, o, b, b + 3 * nn, np.int8(1), np.int8(5))
-    _planes2(code, w, n, o, b + nn, b + 4 * nn, np.int8(2), np.int8(6))
-    _planes2(code, w, n, o, b + 2 * nn, b + 5 * nn, np.int8(3), np.int8(7))
-
-
-@njit(cache=True)
-def encode_simple_v1_arr(arr, out) -> None:
-    """``encode_simple_v1(arr[0], out)`` for Python callers holding ``Game.arr``."""
-    encode_simple_v1(arr[0], out)
 
 
 @njit(cache=True)

@@ -7,13 +7,20 @@ device model  ``device = "model"`` or ``"model:K"``: ``device_model.py``'s
               random network, so it takes no weights).
 random        no weights: ``backends.RandomBackend`` (near-uniform policy,
               neutral value), cheap enough to run inline on the event loop.
-torch         a weights file: ``backends.TorchBackend`` on ``device``.
+torch         a weights file of either architecture, ours or Sayuri's
+              (``sayuri.weights.load_any_weights``), run by
+              ``net.backends.TorchBackend`` on ``device``.
+
+This module sits above both ``net/`` and ``sayuri/``: the backends know our
+networks only, and a weights file may be Sayuri's.
 """
 from __future__ import annotations
 
-from ..encoders import DEFAULT_ENCODER
-from .backends import Backend, RandomBackend, TorchBackend
-from .device_model import DeviceModelBackend, DeviceModelError, device_index
+from pathlib import Path
+
+from .encoders import DEFAULT_ENCODER
+from .net.backends import Backend, RandomBackend, TorchBackend
+from .net.device_model import DeviceModelBackend, DeviceModelError, device_index
 
 
 def make_backend(weights: str | None, device: str = "cpu", encoder: str = DEFAULT_ENCODER,
@@ -31,4 +38,7 @@ def make_backend(weights: str | None, device: str = "cpu", encoder: str = DEFAUL
     if weights is None:
         rkw = {k: v for k, v in kw.items() if k in ("noise", "pool", "max_batch")}
         return RandomBackend(encoder=encoder, seed=seed, **rkw)
-    return TorchBackend(weights, device=device, **kw)
+    from .sayuri.weights import load_any_weights  # torch: loaded only when a weights file is given
+
+    net, meta = load_any_weights(weights)  # ours, or a Sayuri network file
+    return TorchBackend(net, device=device, name=str(meta.get("name") or Path(weights).stem), meta=meta, **kw)

@@ -1,4 +1,4 @@
-"""Pass-alive and pass-dead areas (Benson) and Sayuri's score area, compiled.
+"""Pass-alive and pass-dead areas (Benson), compiled: safe areas, idle and barred points.
 
 Vocabulary
 ----------
@@ -21,11 +21,6 @@ pass-dead   a region left after the pass-alive strings and their vital
             for touching the edge, and so does ours).
 safe area   pass-alive strings, their vital regions and pass-dead regions,
             of both colours (Sayuri's ``Board::ComputeSafeArea``).
-score area  Tromp-Taylor ownership (stones, and empty points reached by one
-            colour only: a point-set fill of the empty points from those
-            next to each colour), overwritten by each colour's safe area, black
-            first then white (Sayuri's ``Board::ComputeScoreArea``, area
-            rules).
 idle point  an empty point of a vital region of ``c``'s pass-alive strings
             that holds no opponent stone: ``c`` gains nothing by playing
             there under either scoring rule (the points are ``c``'s and the
@@ -35,6 +30,9 @@ barred point  an empty point of the other colour's safe area: no stone of
             ``c`` can live there, so a move there only wastes search
             (``opponent_safe_points``, ``opponent_safe_from``; Sayuri's
             search leaves the whole safe area out).
+
+Sayuri's score area, which overwrites Tromp-Taylor ownership with the safe
+areas, is ``score_area.py``'s.
 
 Both follow ``src/game/board.cc`` of Sayuri; arrays are on our padded board
 (``go/board.py``): ``p = (y + 1) * W + x + 1``.
@@ -60,20 +58,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..go.board import BLACK, BORDER, EMPTY, MAX_P, WHITE
+from ..go.board import BLACK, BORDER, EMPTY, MAX_P
 from .pointset import SET_WORDS, fill, is_empty, low_bit, neighbours, stone_sets
 
-__all__ = ["AREA_SCRATCH_DTYPE", "area_planes", "area_planes_idle", "area_planes_with", "opponent_safe_from",
-           "opponent_safe_points", "pass_alive_area", "pass_alive_idle", "reach_area"]
-
-AREA_SCRATCH_DTYPE = np.dtype(
-    [
-        ("sets", np.uint64, (4, SET_WORDS)),  # point sets of the fills (near, far, region, open)
-        ("area", np.uint8, (MAX_P,)),  # one colour's safe area, per action
-    ],
-    align=True,
-)
-
+__all__ = ["add_safe_area", "opponent_safe_from", "opponent_safe_points", "pass_alive_area", "pass_alive_idle"]
 
 @njit(cache=True)
 def _components(mask, n: int, w: int, lab, pts, starts) -> int:
@@ -106,6 +94,17 @@ def _components(mask, n: int, w: int, lab, pts, starts) -> int:
                         end += 1
             starts[k] = end
     return k
+
+
+@njit(cache=True)
+def _fewer_than_two_eyes(eyes: int, e0: int, e1: int, w: int) -> bool:
+    """Whether ``eyes`` potential eyes (at most two, the first at ``e0``,
+    the second at ``e1``) count as fewer than two: two adjacent ones count
+    as one."""
+    if eyes == 2:
+        d = e1 - e0
+        return d == 1 or d == -1 or d == w or d == -w
+    return eyes < 2
 
 
 @njit(cache=True)
@@ -144,11 +143,7 @@ def _eyes_dead(color, w: int, c: int, occ, pts, lo: int, hi: int, inner, mode: i
         eyes += 1
         if eyes > 2:
             return False
-    if eyes == 2:
-        d = e1 - e0
-        if d == 1 or d == -1 or d == w or d == -w:
-            eyes = 1
-    return eyes < 2
+    return _fewer_than_two_eyes(eyes, e0, e1, w)
 
 
 @njit(cache=True)
@@ -210,11 +205,7 @@ def _all_dead(rec, c: int, result) -> None:
                 eyes += 1
                 if eyes > 2:
                     return
-    if eyes == 2:
-        d = e1 - e0
-        if d == 1 or d == -1 or d == w or d == -w:
-            eyes = 1
-    if eyes < 2:
+    if _fewer_than_two_eyes(eyes, e0, e1, w):
         for i in range(n * n):
             result[i] = 1
 
@@ -255,32 +246,16 @@ def _few_vital(mine, theirs, empty, w: int, sets) -> bool:
 
 
 @njit(cache=True)
-def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty, sets) -> None:
-    """OR colour ``c``'s safe area into ``result[N*N]``; with ``want_idle``
-    also set ``idle[N*N]`` (cleared first) at ``c``'s idle points.
-    ``black``, ``white``, ``empty``: ``rec``'s stone sets (``pointset.py``);
-    ``sets``: scratch, ``[4, SET_WORDS]`` uint64."""
+def _vital_regions(rec, c: int, mask, lab, pts, starts):
+    """Label the regions of colour ``c`` (``_components`` over ``mask``,
+    which it fills) and find which are vital to ``c``. Returns ``(nreg,
+    vital, empties, nvital)``: regions are numbered from 1, ``vital[r]``
+    says region ``r`` is vital, ``empties[r]`` counts its empty points."""
     n = rec.n
     w = rec.w
-    m = w * w
     color = rec.color
-    if want_idle:
-        for i in range(n * n):
-            idle[i] = 0
-    mine = black if c == BLACK else white
-    if is_empty(mine):  # no string, and no region can be vital: it has empty points
-        _all_dead(rec, c, result)
-        return
-    if _few_vital(mine, white if c == BLACK else black, empty, w, sets):
-        # no string can have two vital regions: all fall, and with them every vital region
-        _all_dead(rec, c, result)
-        return
-    mask = np.empty(MAX_P, np.bool_)
-    for p in range(m):
+    for p in range(w * w):
         mask[p] = color[p] != c and color[p] != BORDER
-    lab = np.empty(MAX_P, np.int32)
-    pts = np.empty(MAX_P, np.int32)
-    starts = np.empty(MAX_P + 1, np.int32)
     nreg = _components(mask, n, w, lab, pts, starts)
     vital = np.empty(nreg + 1, np.bool_)
     empties = np.zeros(nreg + 1, np.int32)
@@ -298,13 +273,18 @@ def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty, set
         vital[r] = v
         empties[r] = e
         nvital += v
-    if nvital < 2:  # no string can have two vital regions: all fall, and with them every vital region
-        _all_dead(rec, c, result)
-        return
-    # strings: the record's own, numbered by head
+    return nreg, vital, empties, nvital
+
+
+@njit(cache=True)
+def _number_strings(rec, c: int, sidx, heads) -> int:
+    """Number the strings of colour ``c`` (the board record's own, by
+    head): ``sidx[head]`` is a string's number, ``heads[s]`` its head.
+    Returns how many."""
+    w = rec.w
+    m = w * w
+    color = rec.color
     parent = rec.parent
-    sidx = np.empty(MAX_P, np.int32)
-    heads = np.empty(MAX_P // 2 + 1, np.int32)
     nstr = 0
     for p in range(w + 1, m - w - 1):
         if color[p] == c:
@@ -316,8 +296,19 @@ def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty, set
                 sidx[h] = nstr
                 heads[nstr] = h
                 nstr += 1
-    # (string, vital region) pairs; a region's pairs are contiguous
-    cap = 4 * m
+    return nstr
+
+
+@njit(cache=True)
+def _string_region_pairs(rec, c: int, nreg: int, nstr: int, vital, pts, starts, sidx):
+    """The (string, vital region) pairs of colour ``c``, a region's pairs
+    contiguous: ``(npair, pair_s, pair_r, touch, rfirst)``, where
+    ``touch[k]`` counts the empty points of pair ``k``'s region next to its
+    string and region ``r``'s pairs are ``rfirst[r] .. rfirst[r + 1]``."""
+    w = rec.w
+    color = rec.color
+    parent = rec.parent
+    cap = 4 * w * w
     pair_s = np.empty(cap, np.int32)
     pair_r = np.empty(cap, np.int32)
     touch = np.empty(cap, np.int32)
@@ -355,6 +346,14 @@ def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty, set
                     else:
                         s2 = s
     rfirst[nreg + 1] = npair
+    return npair, pair_s, pair_r, touch, rfirst
+
+
+@njit(cache=True)
+def _pass_alive_strings(nstr: int, npair: int, vital, empties, pair_s, pair_r, touch, rfirst):
+    """Benson's iteration on the pairs: a string with fewer than two healthy
+    vital regions falls, and its regions stop being vital (``vital`` is
+    updated), until nothing changes. Returns ``alive[nstr]``."""
     cnt = np.zeros(nstr, np.int32)
     scount = np.zeros(nstr + 1, np.int32)
     healthy = np.empty(npair, np.bool_)
@@ -396,21 +395,26 @@ def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty, set
                     if cnt[s2] == 1:
                         todo[top] = s2
                         top += 1
-    left = False
-    for s in range(nstr):
-        if alive[s]:
-            left = True
-            break
-    if not left:
-        for r in range(1, nreg + 1):
-            if vital[r]:
-                left = True
-                break
-    if not left:
-        _all_dead(rec, c, result)
-        return
-    # pass-alive strings and their vital regions: occupied from here on
-    occ = np.zeros(MAX_P, np.bool_)
+    return alive
+
+
+@njit(cache=True)
+def _any_true(a, lo: int) -> bool:
+    for i in range(lo, a.shape[0]):
+        if a[i]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _mark_pass_alive(rec, c: int, alive, sidx, lab, vital, empties, starts, result, idle, want_idle: bool, occ) -> None:
+    """OR the pass-alive strings of ``c`` and their vital regions into
+    ``result`` and ``occ`` (padded), and with ``want_idle`` the regions'
+    points when the region holds no opponent stone into ``idle``."""
+    n = rec.n
+    w = rec.w
+    color = rec.color
+    parent = rec.parent
     for y in range(n):
         for x in range(n):
             p = (y + 1) * w + x + 1
@@ -425,16 +429,25 @@ def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty, set
                     result[y * n + x] = 1
                     if want_idle and empties[r] == starts[r] - starts[r - 1]:
                         idle[y * n + x] = 1
-    # pass-dead regions among what is left
-    for p in range(m):
+
+
+@njit(cache=True)
+def _mark_pass_dead(rec, c: int, occ, mask, lab, pts, starts, result) -> None:
+    """OR the pass-dead regions of what ``occ`` leaves into ``result``
+    (module docstring: two potential-eye counts, the exact inner holes only
+    where they disagree)."""
+    n = rec.n
+    w = rec.w
+    color = rec.color
+    for p in range(w * w):
         mask[p] = color[p] != BORDER and not occ[p]
-    nreg2 = _components(mask, n, w, lab, pts, starts)
+    nreg = _components(mask, n, w, lab, pts, starts)
     inner = np.empty(0, np.bool_)
     work = np.empty(0, np.bool_)
     holes = np.empty(0, np.int32)
     hole_pts = np.empty(0, np.int32)
     hole_starts = np.empty(0, np.int32)
-    for rid in range(1, nreg2 + 1):
+    for rid in range(1, nreg + 1):
         lo = starts[rid - 1]
         hi = starts[rid]
         dead = _eyes_dead(color, w, c, occ, pts, lo, hi, inner, 1)
@@ -454,6 +467,49 @@ def _benson(rec, c: int, result, idle, want_idle: bool, black, white, empty, set
 
 
 @njit(cache=True)
+def add_safe_area(rec, c: int, result, idle, want_idle: bool, black, white, empty, sets) -> None:
+    """OR colour ``c``'s safe area into ``result[N*N]``; with ``want_idle``
+    also set ``idle[N*N]`` (cleared first) at ``c``'s idle points.
+    ``black``, ``white``, ``empty``: ``rec``'s stone sets (``pointset.py``);
+    ``sets``: scratch, ``[4, SET_WORDS]`` uint64. The steps: the quick test
+    that fewer than two regions can be vital, the regions, the strings,
+    their (string, vital region) pairs, Benson's iteration, then the
+    pass-alive strings with their regions and the pass-dead regions; where
+    nothing of ``c``'s is pass-alive, every region is tested for pass-dead
+    (``_all_dead``)."""
+    if want_idle:
+        for i in range(rec.n * rec.n):
+            idle[i] = 0
+    mine = black if c == BLACK else white
+    if is_empty(mine):  # no string, and no region can be vital: it has empty points
+        _all_dead(rec, c, result)
+        return
+    if _few_vital(mine, white if c == BLACK else black, empty, rec.w, sets):
+        # no string can have two vital regions: all fall, and with them every vital region
+        _all_dead(rec, c, result)
+        return
+    mask = np.empty(MAX_P, np.bool_)
+    lab = np.empty(MAX_P, np.int32)
+    pts = np.empty(MAX_P, np.int32)
+    starts = np.empty(MAX_P + 1, np.int32)
+    nreg, vital, empties, nvital = _vital_regions(rec, c, mask, lab, pts, starts)
+    if nvital < 2:  # no string can have two vital regions: all fall, and with them every vital region
+        _all_dead(rec, c, result)
+        return
+    sidx = np.empty(MAX_P, np.int32)
+    heads = np.empty(MAX_P // 2 + 1, np.int32)
+    nstr = _number_strings(rec, c, sidx, heads)
+    npair, pair_s, pair_r, touch, rfirst = _string_region_pairs(rec, c, nreg, nstr, vital, pts, starts, sidx)
+    alive = _pass_alive_strings(nstr, npair, vital, empties, pair_s, pair_r, touch, rfirst)
+    if not _any_true(alive, 0) and not _any_true(vital, 1):
+        _all_dead(rec, c, result)
+        return
+    occ = np.zeros(MAX_P, np.bool_)  # pass-alive strings and their vital regions: occupied from here on
+    _mark_pass_alive(rec, c, alive, sidx, lab, vital, empties, starts, result, idle, want_idle, occ)
+    _mark_pass_dead(rec, c, occ, mask, lab, pts, starts, result)
+
+
+@njit(cache=True)
 def pass_alive_area(rec, c: int, result) -> None:
     """OR colour ``c``'s safe area (pass-alive strings, their vital regions,
     pass-dead regions) into ``result[N*N]`` (uint8 0/1)."""
@@ -461,7 +517,7 @@ def pass_alive_area(rec, c: int, result) -> None:
     white = np.empty(SET_WORDS, np.uint64)
     empty = np.empty(SET_WORDS, np.uint64)
     stone_sets(rec, black, white, empty)
-    _benson(rec, c, result, result[:0], False, black, white, empty, np.empty((4, SET_WORDS), np.uint64))
+    add_safe_area(rec, c, result, result[:0], False, black, white, empty, np.empty((4, SET_WORDS), np.uint64))
 
 
 @njit(cache=True)
@@ -474,7 +530,7 @@ def pass_alive_idle(rec, c: int, idle) -> int:
     white = np.empty(SET_WORDS, np.uint64)
     empty = np.empty(SET_WORDS, np.uint64)
     stone_sets(rec, black, white, empty)
-    _benson(rec, c, tmp, idle, True, black, white, empty, np.empty((4, SET_WORDS), np.uint64))
+    add_safe_area(rec, c, tmp, idle, True, black, white, empty, np.empty((4, SET_WORDS), np.uint64))
     k = 0
     for i in range(nn):
         k += idle[i]
@@ -518,95 +574,3 @@ def _bar(rec, area, idle) -> int:
                 idle[i] = 1
                 k += 1
     return k
-
-
-@njit(cache=True)
-def reach_area(rec, owner) -> None:
-    """Tromp-Taylor owner per action into ``owner[N*N]`` (int8): BLACK,
-    WHITE, or EMPTY for points reached by both or neither."""
-    black = np.empty(SET_WORDS, np.uint64)
-    white = np.empty(SET_WORDS, np.uint64)
-    empty = np.empty(SET_WORDS, np.uint64)
-    stone_sets(rec, black, white, empty)
-    _reach_owner(rec, black, white, empty, owner, np.empty((4, SET_WORDS), np.uint64))
-
-
-@njit(cache=True)
-def _reach_owner(rec, black, white, empty, owner, sets) -> None:
-    """``reach_area`` from ``rec``'s stone sets: the empty regions next to
-    a black stone are a fill of the empty points from those next to one,
-    the same for white. ``sets``: scratch, ``[4, SET_WORDS]`` uint64."""
-    n = rec.n
-    w = rec.w
-    near = sets[0]
-    by_black = sets[1]
-    by_white = sets[2]
-    neighbours(black, w, near)
-    for i in range(SET_WORDS):
-        near[i] &= empty[i]
-    fill(near, empty, w, by_black)
-    neighbours(white, w, near)
-    for i in range(SET_WORDS):
-        near[i] &= empty[i]
-    fill(near, empty, w, by_white)
-    color = rec.color
-    for y in range(n):  # no branch per point: the colours are too mixed to predict
-        row = owner[y * n:(y + 1) * n]
-        for x in range(n):
-            u = np.uint64((y + 1) * w + x + 1)  # unsigned: no wrap-around arithmetic
-            c = color[u]
-            k = u & np.uint64(63)
-            i = u >> np.uint64(6)
-            b = (by_black[i] >> k) & np.uint64(1)
-            wh = (by_white[i] >> k) & np.uint64(1)
-            reached = np.int8(BLACK) * np.int8(b & ~wh) + np.int8(WHITE) * np.int8(wh & ~b)
-            row[x] = c if c != EMPTY else reached
-
-
-@njit(cache=True)
-def area_planes(rec, own: int, safe, owner) -> None:
-    """``safe[N*N]`` (uint8): both colours' safe areas; ``owner[N*N]`` (int8):
-    Sayuri's area-rule score owner (BLACK, WHITE or EMPTY)."""
-    area_planes_idle(rec, own, safe, owner, safe[:0], False)
-
-
-@njit(cache=True)
-def area_planes_idle(rec, own: int, safe, owner, idle, want_idle: bool) -> None:
-    """``area_planes``, and with ``want_idle`` the side to move's idle
-    points into ``idle[N*N]`` (``pass_alive_idle``) from the same pass."""
-    stones = np.empty((3, SET_WORDS), np.uint64)
-    stone_sets(rec, stones[0], stones[1], stones[2])
-    _area_planes(rec, own, safe, owner, idle, want_idle, stones, np.empty((4, SET_WORDS), np.uint64),
-                 np.empty(rec.n * rec.n, np.uint8))
-
-
-@njit(cache=True)
-def area_planes_with(rec, own: int, safe, owner, idle, want_idle: bool, stones, scratch) -> None:
-    """``area_planes_idle`` from ``rec``'s stone sets ``stones`` (``[3,
-    SET_WORDS]``: black, white, empty; ``pointset.stone_sets``) with the
-    working memory ``scratch`` (an ``AREA_SCRATCH_DTYPE`` record): no
-    array made on the common path (fewer than two vital regions), for a
-    caller that encodes many positions."""
-    _area_planes(rec, own, safe, owner, idle, want_idle, stones, scratch.sets, scratch.area)
-
-
-@njit(cache=True)
-def _area_planes(rec, own: int, safe, owner, idle, want_idle: bool, stones, sets, tmp) -> None:
-    """``area_planes_with``'s work: ``sets`` (``[4, SET_WORDS]``) and ``tmp``
-    (at least ``N*N``) its scratch."""
-    n = rec.n
-    nn = n * n
-    for i in range(nn):
-        safe[i] = 0
-    black = stones[0]
-    white = stones[1]
-    empty = stones[2]
-    _reach_owner(rec, black, white, empty, owner, sets)
-    for c in (BLACK, WHITE):
-        for i in range(nn):
-            tmp[i] = 0
-        _benson(rec, c, tmp, idle, want_idle and c == own, black, white, empty, sets)
-        for i in range(nn):
-            if tmp[i]:
-                owner[i] = c
-                safe[i] = 1

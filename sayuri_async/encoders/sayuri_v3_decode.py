@@ -1,8 +1,8 @@
-"""The ``sayuri-v3`` planes into the real-valued inputs Sayuri's networks take.
+"""The ``sayuri-v3`` planes into the real-valued inputs Sayuri's networks take (torch).
 
 Vocabulary
 ----------
-komi code      ``encoder.py`` writes the side to move's komi as a count of
+komi code      ``sayuri_v3.py`` writes the side to move's komi as a count of
                set cells (plane ``P_KOMI`` for a positive komi, ``P_NEG_KOMI``
                for a negative one, in half points): chunks store planes as
                bits.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .encoder import P_KOMI, P_NEG_KOMI, P_RULE, P_SIZE, P_WAVE
+from .sayuri_v3 import P_KOMI, P_NEG_KOMI, P_RULE, P_SIZE, P_WAVE
 
 
 def wave(komi: Tensor, n: int) -> Tensor:

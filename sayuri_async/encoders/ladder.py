@@ -9,8 +9,9 @@ ladder map  ``ladder_map(rec, out)``: per action ``NOT_LADDER`` ..
 read-out    one string's result (its vital moves; none: not a ladder),
             kept with its footprint (``ladder_footprint.py``) and found
             again by the string's first point in raster order.
-cache       a ``LADDER_CACHE_DTYPE`` record a search keeps (``tree.py``'s
-            workspace field ``sayuri``, ``encoder.LEAF_DTYPE``), with three stores of read-outs:
+cache       a ``LADDER_CACHE_DTYPE`` record a search keeps (in its
+            ``sayuri-v3`` scratch, ``sayuri_v3.SCRATCH_DTYPE``), with three
+            stores of read-outs:
 
             - the *root entries*: every read-out of one position, made by
               ``ladder_map_keep`` (the search's root, at its first leaf);
@@ -115,7 +116,7 @@ LADDER_CACHE_DTYPE = np.dtype(
         ("nvital", np.int8, (MAX_P,)),  # per string head: its vital moves
         ("vital_at", np.int32, (MAX_P, VITAL_MAX)),
         ("pts", np.int16, (MAX_P,)),  # the points of strings of one or two liberties (``short_points``)
-        ("libs_at", np.int16, (MAX_P,)),  # per action: its string's liberties (modes 0 and 1 compute them here)
+        ("libs_at", np.int16, (MAX_P,)),  # per action: its string's liberties (READ, KEEP_ROOT: computed here)
         ("heads", np.int32, (MAX_STRINGS + 1,)),  # footprint's scratch
         ("fp_points", np.uint64, (SET_WORDS,)),
         ("mark", np.uint8, (MAX_P,)),  # footprint's scratch, all 0 between calls (a bool array cannot be a field)
@@ -208,71 +209,272 @@ def short_points(libs_at, n: int, pts) -> int:
     return int(k)
 
 
+READ = 0  # _ladder_pass's modes: read every string
+KEEP_ROOT = 1  # read every string and keep the read-outs as the cache's root entries
+REUSE = 2  # take read-outs from the cache where they fit, read the others, store this position's
+
+FROM_PARENT = 0  # where a string's read-out came from: the parent position's store,
+FROM_ROOT = 1  # the root entries,
+FROM_MEMO = 2  # the memo,
+READ_NOW = 3  # or the reader, just now
+
+
 @njit(cache=True)
-def _ladder_pass(rec, out, cache, mode: int, stones, libs_at) -> None:
-    """``ladder_map``'s loop. ``mode`` 0: read every string; 1: also keep
-    each string's read-out and footprint as ``cache``'s root entries; 2:
-    take a string's read-out from the parent position's store, else from
-    the root entries, else from the memo, else read it (and remember it),
-    and store this position's read-outs (module docstring). ``stones``:
-    ``rec``'s stone sets (modes 1 and 2); ``libs_at``: each action's
-    liberties (``board.liberties_per_action``)."""
+def _start_pass(rec, out, cache, libs_at) -> int:
+    """Clear the map ``out``, list the stones of short strings in
+    ``cache.pts`` (``short_points``) and clear their strings' verdicts.
+    Returns how many stones."""
     n = rec.n
-    w = rec.w
     for i in range(n * n):
         out[i] = NOT_LADDER
     pts = cache.pts
     npts = short_points(libs_at, n, pts)
-    if mode == 2 and npts == 0:
-        return  # nothing to read, nothing its children could take
-    verdict = cache.verdict
-    vital = cache.vital_at
-    nvital = cache.nvital
     for i in range(npts):
         g = rec.parent[pts[i]]
-        verdict[g] = 0
-        nvital[g] = 0
-    mark = cache.mark
+        cache.verdict[g] = 0
+        cache.nvital[g] = 0
+    return npts
+
+
+@njit(cache=True)
+def _clear_root_entries(cache, w: int) -> None:
+    cache.ready = 0
+    cache.entries = 0
+    for p in range(w * w):
+        cache.entry[p] = -1
+
+
+@njit(cache=True)
+def _find_stores(rec, cache, black, white):
+    """Mode ``REUSE``: which stores of ``cache`` may serve ``rec`` (the memo
+    and the positions are emptied first when they are of another board
+    size). Returns ``(use_root, root_ko_moved, parent, parent_ko_moved)``:
+    whether the root entries are of this board size, whether the ko point
+    differs from theirs, the parent position's store (-1: none) and the
+    same for it; ``cache.changed`` gets the points whose stones differ from
+    the root's (row 0) and the parent's (row 1)."""
+    n = rec.n
+    if cache.memo_n != n:
+        for e in range(MEMO):
+            cache.m_p[e] = 0
+        for e in range(NODES):
+            cache.node_key[e] = 0
+        cache.memo_n = n
+    use_root = False
+    root_ko_moved = False
+    if cache.ready == 1 and cache.n == n:
+        use_root = True
+        _diff(black, white, cache.black, cache.white, cache.changed[0])
+        root_ko_moved = rec.ko != cache.ko
+    parent = -1
+    parent_ko_moved = False
+    if rec.move_num >= 1:
+        h = rec.hist_hash[(rec.hist_pos - 1) % HISTORY]
+        parent = _find_node(cache, _position_key(h, 3 - rec.to_move))
+        if parent >= 0:
+            _diff(black, white, cache.node_black[parent], cache.node_white[parent], cache.changed[1])
+            parent_ko_moved = rec.ko != cache.node_ko[parent]
+    return use_root, root_ko_moved, parent, parent_ko_moved
+
+
+@njit(cache=True)
+def _from_parent(rec, cache, parent: int, ko_moved: bool, p: int, vital, g: int) -> int:
+    """The slot of the read-out of the string at ``p`` in the parent
+    position's store when its footprint fits ``rec``, its vital moves
+    copied into ``vital[g]``; -1 when there is none that fits."""
+    for i in range(cache.node_count[parent]):
+        if cache.node_p[parent, i] == p:
+            if not _fits(cache.node_fp[parent, i], cache.changed[1], ko_moved, rec.ko, cache.node_ko[parent]):
+                return -1
+            for k in range(cache.node_nv[parent, i]):
+                vital[g, k] = cache.node_vital[parent, i, k]
+            cache.inherited += 1
+            return i
+    return -1
+
+
+@njit(cache=True)
+def _from_root(rec, cache, ko_moved: bool, p: int, vital, g: int) -> int:
+    """``_from_parent`` for the root entries: the entry, or -1."""
+    e = cache.entry[p]
+    if e < 0 or not _fits(cache.fp[e], cache.changed[0], ko_moved, rec.ko, cache.ko):
+        return -1
+    for k in range(cache.nv[e]):
+        vital[g, k] = cache.vital[e, k]
+    cache.reused += 1
+    return e
+
+
+@njit(cache=True)
+def _from_memo(rec, cache, black, white, p: int, vital, g: int) -> int:
+    """``_from_parent`` for the memo, whose read-outs serve where the stones
+    on their footprints are the same: the slot, or -1."""
+    base = (p % MEMO_SETS) * MEMO_WAYS
+    for e in range(base, base + MEMO_WAYS):
+        if cache.m_p[e] == p and _same_on(cache.m_fp[e], black, white, cache.m_black[e], cache.m_white[e], rec.ko,
+                                          cache.m_ko[e]):
+            for k in range(cache.m_nv[e]):
+                vital[g, k] = cache.m_vital[e, k]
+            cache.remembered += 1
+            return e
+    return -1
+
+
+@njit(cache=True)
+def _read_now(rec, cache, p: int, c: int, libs: int, vital, g: int, loaded: bool) -> int:
+    """Read the string at ``p`` on the cache's scratch board (a copy of
+    ``rec`` unless ``loaded``), its vital moves into ``vital[g]``; the
+    points the reading looked at stay in ``cache.reader.seen``. Returns
+    how many vital moves."""
+    if not loaded:
+        copy_position(cache.board, rec)
+    reader = cache.reader
+    seen = reader.seen
+    for i in range(SET_WORDS):
+        seen[i] = 0
+    return read_string(cache.board, reader, p, c, libs, rec.w, vital[g])
+
+
+@njit(cache=True)
+def _remember(rec, cache, black, white, p: int, c: int, nv: int, vital, g: int) -> int:
+    """Mode ``REUSE``: put the read-out just made for the string at ``p``
+    into the memo, in the way of its set replaced next, with its footprint
+    and the stones on it. Returns the slot."""
+    cache.read += 1
+    cache.read_nodes += cache.reader.nodes
+    st = p % MEMO_SETS
+    e = st * MEMO_WAYS + cache.m_next[st]
+    cache.m_next[st] = (cache.m_next[st] + 1) % MEMO_WAYS
+    footprint(rec, p, c, cache.reader.seen, cache.m_fp[e], cache.mark, cache.heads, cache.fp_points)
+    cache.m_p[e] = p
+    _keep_on(cache.m_fp[e], black, white, cache.m_black[e], cache.m_white[e], rec.ko, cache.m_ko, e)
+    cache.m_nv[e] = nv
+    for k in range(nv):
+        cache.m_vital[e, k] = vital[g, k]
+    return e
+
+
+@njit(cache=True)
+def _keep_root_entry(rec, cache, p: int, c: int, nv: int, vital, g: int) -> None:
+    """Mode ``KEEP_ROOT``: the read-out just made for the string at ``p``
+    becomes a root entry, with its footprint."""
+    e = cache.entries
+    cache.entries = e + 1
+    cache.entry[p] = e
+    footprint(rec, p, c, cache.reader.seen, cache.fp[e], cache.mark, cache.heads, cache.fp_points)
+    cache.nv[e] = nv
+    for k in range(nv):
+        cache.vital[e, k] = vital[g, k]
+
+
+@njit(cache=True)
+def _string_vitals(rec, cache, mode: int, black, white, p: int, libs: int, vital, g: int, use_root: bool,
+                   root_ko_moved: bool, parent: int, parent_ko_moved: bool, loaded: bool):
+    """The vital moves of the string at ``p`` (head ``g``, ``libs``
+    liberties) into ``vital[g]``, from the first source that has them: the
+    parent position's store, the root entries, the memo (mode ``REUSE``),
+    else read now and kept as the mode says. Returns ``(nv, source, slot,
+    loaded)``: how many, where from (``FROM_PARENT`` .. ``READ_NOW``), its
+    slot there (-1 when read in mode ``READ``), and whether the scratch
+    board holds ``rec``."""
+    if parent >= 0:
+        i = _from_parent(rec, cache, parent, parent_ko_moved, p, vital, g)
+        if i >= 0:
+            return int(cache.node_nv[parent, i]), FROM_PARENT, i, loaded
+    if use_root:
+        e = _from_root(rec, cache, root_ko_moved, p, vital, g)
+        if e >= 0:
+            return int(cache.nv[e]), FROM_ROOT, e, loaded
+    if mode == REUSE:
+        e = _from_memo(rec, cache, black, white, p, vital, g)
+        if e >= 0:
+            return int(cache.m_nv[e]), FROM_MEMO, e, loaded
+    c = rec.color[p]
+    nv = _read_now(rec, cache, p, c, libs, vital, g, loaded)
+    e = -1
+    if mode == REUSE:
+        e = _remember(rec, cache, black, white, p, c, nv, vital, g)
+    elif mode == KEEP_ROOT:
+        _keep_root_entry(rec, cache, p, c, nv, vital, g)
+    return int(nv), READ_NOW, e, True
+
+
+@njit(cache=True)
+def _keep_for_store(cache, kept: int, source: int, slot: int, parent: int, p: int, g: int) -> None:
+    """Mode ``REUSE``: note the string at ``p`` (head ``g``) and its
+    read-out's footprint (from ``source``'s ``slot``) as the ``kept``-th
+    read-out this position's store keeps."""
+    fp = cache.m_fp[slot]
+    if source == FROM_PARENT:
+        fp = cache.node_fp[parent, slot]
+    elif source == FROM_ROOT:
+        fp = cache.fp[slot]
+    for i in range(SET_WORDS):
+        cache.kept_fp[kept, i] = fp[i]
+    cache.kept_p[kept] = p
+    cache.kept_g[kept] = g
+
+
+@njit(cache=True)
+def _mark_ladder(rec, out, p: int, libs: int, first: bool, nv: int, vital, g: int) -> None:
+    """Write a ladder string's stone at ``p`` into the map ``out`` and, at
+    its first stone, its vital moves."""
+    n = rec.n
+    w = rec.w
+    y = p // w - 1
+    x = p - (y + 1) * w - 1
+    out[y * n + x] = LADDER_DEATH if libs == 1 else LADDER_ESCAPABLE
+    if not first:  # the vital moves are written once, at the string's first stone
+        return
+    for i in range(nv):
+        a = vital[g, i]
+        out[(a // w - 1) * n + a % w - 1] = LADDER_TAKE if libs == 1 else LADDER_ATARI
+
+
+@njit(cache=True)
+def _end_keep_root(rec, cache, black, white) -> None:
+    """Mode ``KEEP_ROOT``: the root entries now belong to ``rec``."""
+    for i in range(SET_WORDS):
+        cache.black[i] = black[i]
+        cache.white[i] = white[i]
+    cache.n = rec.n
+    cache.ko = rec.ko
+    cache.ready = 1
+
+
+@njit(cache=True)
+def _ladder_pass(rec, out, cache, mode: int, stones, libs_at) -> None:
+    """``ladder_map``'s loop over the stones of short strings, in raster
+    order, each string's vital moves found at its first stone
+    (``_string_vitals``). ``mode`` ``READ``: read every string;
+    ``KEEP_ROOT``: also keep each string's read-out and footprint as
+    ``cache``'s root entries; ``REUSE``: take a string's read-out from the
+    parent position's store, else from the root entries, else from the
+    memo, else read it (and remember it), and store this position's
+    read-outs (module docstring). ``stones``: ``rec``'s stone sets (modes
+    ``KEEP_ROOT`` and ``REUSE``); ``libs_at``: each action's liberties
+    (``board.liberties_per_action``)."""
+    npts = _start_pass(rec, out, cache, libs_at)
+    if mode == REUSE and npts == 0:
+        return  # nothing to read, nothing its children could take
     black = stones[0]
     white = stones[1]
-    if mode == 1:
-        cache.ready = 0
-        cache.entries = 0
-        for p in range(w * w):
-            cache.entry[p] = -1
+    if mode == KEEP_ROOT:
+        _clear_root_entries(cache, rec.w)
     use_root = False
-    root_changed = cache.changed[0]
     root_ko_moved = False
     parent = -1
-    parent_changed = cache.changed[1]
     parent_ko_moved = False
-    kept_p = cache.kept_p
-    kept_fp = cache.kept_fp
-    kept_g = cache.kept_g
+    if mode == REUSE:
+        use_root, root_ko_moved, parent, parent_ko_moved = _find_stores(rec, cache, black, white)
+    pts = cache.pts
+    verdict = cache.verdict
+    nvital = cache.nvital
+    vital = cache.vital_at
     kept = 0
-    if mode == 2:
-        if cache.memo_n != n:
-            for e in range(MEMO):
-                cache.m_p[e] = 0
-            for e in range(NODES):
-                cache.node_key[e] = 0
-            cache.memo_n = n
-        if cache.ready == 1 and cache.n == n:
-            use_root = True
-            _diff(black, white, cache.black, cache.white, root_changed)
-            root_ko_moved = rec.ko != cache.ko
-        if rec.move_num >= 1:
-            h = rec.hist_hash[(rec.hist_pos - 1) % HISTORY]
-            parent = _find_node(cache, _position_key(h, 3 - rec.to_move))
-            if parent >= 0:
-                _diff(black, white, cache.node_black[parent], cache.node_white[parent], parent_changed)
-                parent_ko_moved = rec.ko != cache.node_ko[parent]
     loaded = False
-    for j in range(npts):  # the stones of short strings, in raster order
+    for j in range(npts):
         p = np.int64(pts[j])
-        y = p // w - 1
-        x = p - (y + 1) * w - 1
-        c = rec.color[p]
         g = rec.parent[p]
         if verdict[g] == 2:
             continue
@@ -282,105 +484,21 @@ def _ladder_pass(rec, out, cache, mode: int, stones, libs_at) -> None:
             if libs >= 3:
                 verdict[g] = 2
                 continue
-            nv = -1
-            src = -1  # where the footprint comes from: 0 parent, 1 root, 2 memo, 3 read now
-            slot = -1
-            if parent >= 0:
-                for i in range(cache.node_count[parent]):
-                    if cache.node_p[parent, i] == p:
-                        if _fits(cache.node_fp[parent, i], parent_changed, parent_ko_moved, rec.ko,
-                                 cache.node_ko[parent]):
-                            nv = cache.node_nv[parent, i]
-                            for k in range(nv):
-                                vital[g, k] = cache.node_vital[parent, i, k]
-                            cache.inherited += 1
-                            src = 0
-                            slot = i
-                        break
-            if nv < 0 and use_root:
-                e = cache.entry[p]
-                if e >= 0 and _fits(cache.fp[e], root_changed, root_ko_moved, rec.ko, cache.ko):
-                    nv = cache.nv[e]
-                    for k in range(nv):
-                        vital[g, k] = cache.vital[e, k]
-                    cache.reused += 1
-                    src = 1
-                    slot = e
-            if nv < 0 and mode == 2:
-                base = (p % MEMO_SETS) * MEMO_WAYS
-                for e in range(base, base + MEMO_WAYS):
-                    if cache.m_p[e] == p and _same_on(cache.m_fp[e], black, white, cache.m_black[e],
-                                                      cache.m_white[e], rec.ko, cache.m_ko[e]):
-                        nv = cache.m_nv[e]
-                        for k in range(nv):
-                            vital[g, k] = cache.m_vital[e, k]
-                        cache.remembered += 1
-                        src = 2
-                        slot = e
-                        break
-            if nv < 0:
-                if not loaded:
-                    copy_position(cache.board, rec)
-                    loaded = True
-                reader = cache.reader
-                seen = reader.seen
-                for i in range(SET_WORDS):
-                    seen[i] = 0
-                nv = read_string(cache.board, reader, p, c, libs, w, vital[g])
-                if mode == 2:
-                    cache.read += 1
-                    cache.read_nodes += reader.nodes
-                    st = p % MEMO_SETS
-                    e = st * MEMO_WAYS + cache.m_next[st]
-                    cache.m_next[st] = (cache.m_next[st] + 1) % MEMO_WAYS
-                    footprint(rec, p, c, seen, cache.m_fp[e], mark, cache.heads, cache.fp_points)
-                    cache.m_p[e] = p
-                    _keep_on(cache.m_fp[e], black, white, cache.m_black[e], cache.m_white[e], rec.ko,
-                             cache.m_ko, e)
-                    cache.m_nv[e] = nv
-                    for k in range(nv):
-                        cache.m_vital[e, k] = vital[g, k]
-                    src = 3
-                    slot = e
-                elif mode == 1:
-                    e = cache.entries
-                    cache.entries = e + 1
-                    cache.entry[p] = e
-                    footprint(rec, p, c, seen, cache.fp[e], mark, cache.heads, cache.fp_points)
-                    cache.nv[e] = nv
-                    for k in range(nv):
-                        cache.vital[e, k] = vital[g, k]
-            if mode == 2 and kept < NODE_STRINGS:
-                fp = cache.m_fp[slot]
-                if src == 0:
-                    fp = cache.node_fp[parent, slot]
-                elif src == 1:
-                    fp = cache.fp[slot]
-                for i in range(SET_WORDS):
-                    kept_fp[kept, i] = fp[i]
-                kept_p[kept] = p
-                kept_g[kept] = g
+            nv, source, slot, loaded = _string_vitals(rec, cache, mode, black, white, p, libs, vital, g, use_root,
+                                                      root_ko_moved, parent, parent_ko_moved, loaded)
+            if mode == REUSE and kept < NODE_STRINGS:
+                _keep_for_store(cache, kept, source, slot, parent, p, g)
                 kept += 1
             nvital[g] = nv
             if nv == 0:
                 verdict[g] = 2
                 continue
             verdict[g] = 1
-        out[y * n + x] = LADDER_DEATH if libs == 1 else LADDER_ESCAPABLE
-        if not first:  # the vital moves are written once, at the string's first stone
-            continue
-        for i in range(nvital[g]):
-            a = vital[g, i]
-            out[(a // w - 1) * n + a % w - 1] = LADDER_TAKE if libs == 1 else LADDER_ATARI
-    if mode == 1:
-        for i in range(SET_WORDS):
-            cache.black[i] = black[i]
-            cache.white[i] = white[i]
-        cache.n = n
-        cache.ko = rec.ko
-        cache.ready = 1
-    elif mode == 2 and kept > 0:
-        _store_node(rec, cache, black, white, parent, kept, kept_p, kept_fp, kept_g, nvital, vital)
+        _mark_ladder(rec, out, p, libs, first, nvital[g], vital, g)
+    if mode == KEEP_ROOT:
+        _end_keep_root(rec, cache, black, white)
+    elif mode == REUSE and kept > 0:
+        _store_node(rec, cache, black, white, parent, kept, cache.kept_p, cache.kept_fp, cache.kept_g, nvital, vital)
 
 
 @njit(cache=True)
@@ -433,7 +551,7 @@ def _read_all(rec, out, caches) -> None:
     stones = np.empty((3, SET_WORDS), np.uint64)  # not looked at in this mode
     libs_at = caches[0].libs_at[:rec.n * rec.n]
     liberties_per_action(rec, libs_at)
-    _ladder_pass(rec, out, caches[0], 0, stones, libs_at)
+    _ladder_pass(rec, out, caches[0], READ, stones, libs_at)
 
 
 @njit(cache=True)
@@ -445,7 +563,7 @@ def ladder_map_keep(rec, out, cache) -> None:
     stone_sets(rec, stones[0], stones[1], stones[2])
     libs_at = cache.libs_at[:rec.n * rec.n]
     liberties_per_action(rec, libs_at)
-    _ladder_pass(rec, out, cache, 1, stones, libs_at)
+    _ladder_pass(rec, out, cache, KEEP_ROOT, stones, libs_at)
 
 
 @njit(cache=True)
@@ -460,7 +578,7 @@ def ladder_map_reuse(rec, out, cache, stones, libs_at) -> None:
     (``[3, SET_WORDS]``, ``pointset.stone_sets``); ``libs_at``: each
     action's liberties (``board.liberties_per_action``), which the caller
     also needs for its liberty planes."""
-    _ladder_pass(rec, out, cache, 2, stones, libs_at)
+    _ladder_pass(rec, out, cache, REUSE, stones, libs_at)
 
 
 def new_ladder_cache() -> np.ndarray:

@@ -15,7 +15,7 @@ komi code    the four real-valued planes (wave, komi/20, -komi/20, N*N/361)
              ``P_KOMI`` has ``round(2 * komi)`` cells set when the komi (for
              the side to move) is positive, plane ``P_NEG_KOMI`` the same
              for a negative komi (in raster order; the count survives the
-             dihedral symmetries). ``decode_inputs`` in ``sayuri/inputs.py``
+             dihedral symmetries). ``decode_inputs`` in ``sayuri_v3_decode.py``
              turns the planes back into Sayuri's floats on the device, so an
              imported network sees exactly what Sayuri feeds it. Komi is in
              half points and at most ``N*N / 2`` points either way.
@@ -61,26 +61,27 @@ search's root (``ladder.ladder_map_reuse``) and also returns the side to
 move's idle points (``benson.py``) for the legal-move list: the same planes
 as ``encode_sayuri_v3``.
 
-leaf workspace  a ``LEAF_DTYPE`` record a search keeps (``tree.py``'s
-             workspace field ``sayuri``, ``new_leaf_workspace``): the
-             ladder cache (``ladders``), the position's stone sets, computed
-             once for the area planes and the ladders, and the working
-             memory of both, so that encoding a leaf makes no array (some
-             thirty small ones were made and freed at every leaf: with the
-             reference counts, about a tenth of 19x19 self-play's samples
-             in perf).
+scratch      a ``SCRATCH_DTYPE`` record a search keeps beside its workspace
+             (``new_scratch``, the encoder's ``Encoder.new_scratch``; the
+             leaf dispatch ``leaf.py`` hands it here): the ladder cache
+             (``ladders``) with the search root it was made for
+             (``root_serial``), the position's stone sets, computed once
+             for the area planes and the ladders, and the working memory of
+             both, so that encoding a leaf makes no array (some thirty small
+             ones were made and freed at every leaf: with the reference
+             counts, about a tenth of 19x19 self-play's samples in perf).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from ..features import eq_planes
 from ..go.board import BLACK, HISTORY, MAX_P, NO_KO, PASS, WHITE, liberties_per_action
-from .benson import AREA_SCRATCH_DTYPE, area_planes, area_planes_with
 from .ladder import (LADDER_ATARI, LADDER_CACHE_DTYPE, LADDER_DEATH, LADDER_ESCAPABLE, LADDER_TAKE, ladder_map,
                      ladder_map_reuse)
+from .planes import eq_planes, fill
 from .pointset import SET_WORDS, stone_sets
+from .score_area import AREA_SCRATCH_DTYPE, area_planes, area_planes_with
 
 NAME = "sayuri-v3"
 PLANES = 43
@@ -96,10 +97,11 @@ P_SIZE = 41
 P_ONES = 42
 MISC_PLANES = 6  # 37..42 are not stored in Sayuri's training data
 
-LEAF_DTYPE = np.dtype(
+SCRATCH_DTYPE = np.dtype(
     [
         ("ladders", LADDER_CACHE_DTYPE),  # the ladder read-outs kept for later positions (ladder.py)
-        ("area", AREA_SCRATCH_DTYPE),  # the safe areas' working memory (benson.py)
+        ("root_serial", np.int64),  # the search root (its ``set_root`` count) the ladder cache's root entries are for
+        ("area", AREA_SCRATCH_DTYPE),  # the safe areas' working memory (score_area.py)
         ("stones", np.uint64, (3, SET_WORDS)),  # the leaf's black, white and empty points (pointset.py)
         ("safe", np.uint8, (MAX_P,)),  # per action: in a safe area of either colour
         ("owner", np.int8, (MAX_P,)),  # per action: Sayuri's area-rule owner
@@ -110,17 +112,9 @@ LEAF_DTYPE = np.dtype(
 )
 
 
-def new_leaf_workspace() -> np.ndarray:
-    """An empty leaf workspace (an array of one ``LEAF_DTYPE`` record)."""
-    return np.zeros(1, LEAF_DTYPE)
-
-
-@njit(cache=True, inline="always")
-def _fill(o, start: int, count: int, v: np.uint8) -> None:
-    z = o[start:start + count]
-    for i in range(count):
-        z[i] = v
-
+def new_scratch() -> np.ndarray:
+    """An empty scratch (an array of one ``SCRATCH_DTYPE`` record)."""
+    return np.zeros(1, SCRATCH_DTYPE)
 
 
 @njit(cache=True)
@@ -181,7 +175,7 @@ def _history(rec, o, nn: int) -> None:
         if k <= m:
             slot = (rec.hist_pos - k) % HISTORY
             eq_planes(hist[slot], w, n, o, base, base + nn, own, opp)
-            _fill(o, mv, nn, np.uint8(0))
+            fill(o, mv, nn, np.uint8(0))
             if k < m:
                 _move_cell(o, mv, rec.hist_move[slot], n, w)
             elif rec.handicap > 0:
@@ -191,12 +185,12 @@ def _history(rec, o, nn: int) -> None:
             # the start position is the start without it
             start = hist[(rec.hist_pos - m) % HISTORY]
             eq_planes(start, w, n, o, base, base + nn, own, opp)
-            _fill(o, mv, nn, np.uint8(0))
+            fill(o, mv, nn, np.uint8(0))
             p = rec.handicap_last
             if p > 0:
                 o[base + (0 if own == BLACK else nn) + (p // w - 1) * n + p % w - 1] = 0
         else:
-            _fill(o, base, 3 * nn, np.uint8(0))
+            fill(o, base, 3 * nn, np.uint8(0))
 
 
 @njit(cache=True)
@@ -210,7 +204,7 @@ def _planes(rec, o, nn: int, lad, safe, owner, libs_at) -> None:
     own = rec.to_move
     opp = 3 - own
     territory = rec.scoring == 1
-    _fill(o, P_KO * nn, (P_LIBS - P_KO) * nn, np.uint8(0))  # planes 29-36 are written whole below
+    fill(o, P_KO * nn, (P_LIBS - P_KO) * nn, np.uint8(0))  # planes 29-36 are written whole below
     if rec.ko != NO_KO:
         o[P_KO * nn + (rec.ko // w - 1) * n + rec.ko % w - 1] = 1
     # slices of ``o`` and ``range`` indices only below: numba then knows no
@@ -243,14 +237,14 @@ def _planes(rec, o, nn: int, lad, safe, owner, libs_at) -> None:
         escapable[i] = np.uint8(v == LADDER_ESCAPABLE)
         atari[i] = np.uint8(v == LADDER_ATARI)
         take[i] = np.uint8(v == LADDER_TAKE)
-    _fill(o, P_RULE * nn, (P_ONES - P_RULE) * nn, np.uint8(0))
+    fill(o, P_RULE * nn, (P_ONES - P_RULE) * nn, np.uint8(0))
     if territory:
-        _fill(o, P_RULE * nn, nn, np.uint8(1))
+        fill(o, P_RULE * nn, nn, np.uint8(1))
     komi = encoded_komi(rec)
     pos, neg = komi_count(komi if own == BLACK else -komi, n)
-    _fill(o, P_KOMI * nn, pos, np.uint8(1))
-    _fill(o, P_NEG_KOMI * nn, neg, np.uint8(1))
-    _fill(o, P_ONES * nn, nn, np.uint8(1))
+    fill(o, P_KOMI * nn, pos, np.uint8(1))
+    fill(o, P_NEG_KOMI * nn, neg, np.uint8(1))
+    fill(o, P_ONES * nn, nn, np.uint8(1))
 
 
 @njit(cache=True)
@@ -272,8 +266,8 @@ def encode_sayuri_v3(rec, out) -> None:
 
 @njit(cache=True)
 def encode_sayuri_v3_reuse(rec, out, leaf, idle) -> int:
-    """``encode_sayuri_v3(rec, out)`` with the leaf workspace ``leaf`` (a
-    ``LEAF_DTYPE`` record), reading ladders with the read-outs of its
+    """``encode_sayuri_v3(rec, out)`` with the scratch ``leaf`` (a
+    ``SCRATCH_DTYPE`` record), reading ladders with the read-outs of its
     ladder cache (kept at an earlier position by ``ladder.ladder_map_keep``;
     an empty cache reads every string), and the side to move's idle points
     into ``idle[N*N]`` (uint8) from the same safe-area pass (all 0 under
@@ -307,5 +301,3 @@ def encode_sayuri_v3_arr(arr, out) -> None:
     """``encode_sayuri_v3(arr[0], out)`` for Python callers holding ``Game.arr``."""
     encode_sayuri_v3(arr[0], out)
 
-
-IDENT = 1  # encoders.Encoder.ident: the compiled search's number for this encoder
