@@ -5,15 +5,16 @@ Everything Ray runs happens inside a network namespace that has only ``lo``
 address and listens on every interface otherwise. Without the namespace, or
 without Ray, the test skips, saying why.
 
-One run (``DRIVER``, inside the namespace): a head (``cluster head``) and a
-second node (``cluster join``), each in a process session of its own; the
-fleet (``cluster run``) with one engine per node, 7x7, the random network,
-and its trainer (``train --follow``, a tiny net, one network published after
-10 steps on the fleet's first chunks); node B killed once every engine plays
-the trainer's network (its whole session, SIGKILL, as a
-machine dies); then the STOP file. Every Ray process is ended by its session
-and the temporary folder removed. The test checks the workspace and the
-fleet's log afterwards.
+One run (``DRIVER``, inside the namespace): a head (``cluster head``); the
+fleet (``cluster run``: one engine per node, 7x7, the random network) with
+its trainer (``train --follow``: a tiny net, one network published after 10
+steps on the fleet's first chunks); a second node (``cluster join``) that
+joins the running fleet and gets an engine; node B killed (its whole process
+session, SIGKILL, as a machine dies) once every engine plays the trainer's
+network; then the STOP file. Every node runs in a process session of its
+own; the nodes are stopped with SIGTERM, as a supervisor stops them, and
+must leave no process behind. The test checks the workspace and the fleet's
+log afterwards.
 """
 from __future__ import annotations
 
@@ -98,6 +99,15 @@ DRIVER = textwrap.dedent('''\
         totals = [line for line in log("fleet").splitlines() if line.startswith("total: ")]
         return bool(totals) and re.search(rf"  net {name}@[0-9a-f]+  [|]", totals[-1]) is not None
 
+    def node_games():  # the last block of the plain view: games of each node's row
+        rows = {}
+        for line in log("fleet").splitlines():
+            if line.startswith("total: "):
+                rows = {}
+            elif m := re.match(r"^  (\S+)\s+engines\s+\d+\s+games\s+(\d+)", line):
+                rows[m.group(1)] = int(m.group(2))
+        return rows
+
     def log(name):
         p = work / f"{name}.log"
         return p.read_text(errors="replace") if p.exists() else ""
@@ -113,16 +123,19 @@ DRIVER = textwrap.dedent('''\
         ok = wait(lambda: "--block" in log("head") or procs["head"].poll() is not None, 180, "head up")
         ok = ok and procs["head"].poll() is None and port_open()
         if ok:
-            start("nodeb", ["join", f"127.0.0.1:{port}", "--bind", "127.0.0.1", "--num-cpus", "1"])
-            ok = wait(lambda: "--block" in log("nodeb") or procs["nodeb"].poll() is not None, 180, "node b up")
-            ok = ok and procs["nodeb"].poll() is None
-        if ok:
             start("fleet", ["run", "--address", f"127.0.0.1:{port}", "--config", str(work / "sp.toml"),
                             "--workspace", str(ws), "--train-config", str(work / "train.toml"),
                             "--train-args", "--steps 10",
                             "--spool", str(work / "spool"), "--poll", "1",
                             "--view-every", "3"])
-            ok = wait(lambda: log("fleet").count("joined") >= 2, 180, "two nodes joined")
+            ok = wait(lambda: log("fleet").count("joined") >= 1 and len(chunks()) >= 2, 180, "the head plays")
+        if ok:  # node b joins the running fleet
+            start("nodeb", ["join", f"127.0.0.1:{port}", "--bind", "127.0.0.1", "--num-cpus", "1"])
+            ok = wait(lambda: "--block" in log("nodeb") or procs["nodeb"].poll() is not None, 180, "node b up")
+            ok = ok and procs["nodeb"].poll() is None
+            ok = ok and wait(lambda: log("fleet").count("joined") >= 2, 180, "node b joined")
+            ok = ok and wait(lambda: len(node_games()) == 2 and min(node_games().values()) > 0, 300,
+                             "both nodes finished games")
         if ok:
             ok = wait(lambda: len(chunks()) >= 4, 300, "four chunks")
         if ok:
