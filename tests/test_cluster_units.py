@@ -263,6 +263,8 @@ def test_the_cluster_commands_without_ray_say_what_to_install_in_one_line(tmp_pa
 
 
 def test_a_cluster_address_where_nothing_answers_is_one_line(tmp_path, capsys):
+    pytest.importorskip("ray", reason="needs Ray (pip install 'sayuri-async[cluster]'): without it the command "
+                                      "says what to install first")
     from sayuri_async.cli import main
 
     with socket.socket() as s:  # a port of this machine that nobody listens on

@@ -532,8 +532,12 @@ def train(cfg: TrainConfig, steps: int | None = None, init: str | None = None, r
     """Build a :class:`Trainer`, run it, and leave the process group if it joined one."""
     joined_before = dist.is_available() and dist.is_initialized()
     try:
-        return Trainer(cfg, steps=steps, init=init, resume=resume, say=say, progress=progress,
-                       refresh_window=refresh_window).run()
+        result = Trainer(cfg, steps=steps, init=init, resume=resume, say=say, progress=progress,
+                         refresh_window=refresh_window).run()
+        if not joined_before and dist.is_available() and dist.is_initialized():
+            dist.barrier()  # every rank is done before any leaves: a rank that left early broke a peer's
+            # gloo connection as it was torn down ("terminate called without an active exception")
+        return result
     finally:
         if not joined_before and dist.is_available() and dist.is_initialized():
             dist.destroy_process_group()
