@@ -30,27 +30,18 @@ import pytest
 
 from sayuri_async.chunkfile import peek_chunk, read_chunk
 
+from helpers_netns import in_namespace, namespace_problem
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _problem() -> str | None:
-    if not sys.platform.startswith("linux"):
-        return "network namespaces are Linux's"
     try:
         import ray  # noqa: F401
     except ImportError:
         return "needs Ray (pip install 'sayuri-async[cluster]')"
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return "needs unshare and ip (util-linux, iproute2)"
-    try:
-        probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True,
-                               text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"unshare -n failed: {e}"
-    if probe.returncode != 0:
-        return f"cannot make a loopback-only network namespace (root needed): {probe.stderr.strip()[:120]}"
-    return None
+    return namespace_problem()
 
 
 PROBLEM = _problem()
@@ -264,8 +255,7 @@ def test_a_two_node_fleet_feeds_its_trainer_plays_its_network_and_survives_a_nod
     ray_tmp = Path("/tmp") / f"ray-{os.getpid()}"  # short: Ray's socket paths must fit in 107 bytes
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "RAY_TMPDIR": str(ray_tmp)}
     try:
-        run = subprocess.run(["unshare", "-n", "sh", "-c", f'ip link set lo up && exec "{sys.executable}" '
-                              f'"{work / "driver.py"}" "{work}"'], env=env, cwd=ROOT,
+        run = subprocess.run(in_namespace(sys.executable, str(work / "driver.py"), str(work)), env=env, cwd=ROOT,
                              capture_output=True, text=True, timeout=1500)
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -29,6 +28,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from helpers_netns import in_namespace, namespace_problem
 from test_train_launch import write_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,22 +36,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 FIGURES = ("step", "samples", "lr", "loss", "policy", "opp_policy", "wdl", "score", "ownership")
 
 
-def _namespace_problem() -> str | None:
-    if not sys.platform.startswith("linux"):
-        return "network namespaces are Linux's"
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return "needs unshare and ip (util-linux, iproute2)"
-    try:
-        probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True,
-                               text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"unshare -n failed: {e}"
-    if probe.returncode != 0:
-        return f"cannot make a loopback-only network namespace (root needed): {probe.stderr.strip()[:120]}"
-    return None
-
-
-NAMESPACE_PROBLEM = _namespace_problem()
+NAMESPACE_PROBLEM = namespace_problem()
 needs_namespace = pytest.mark.skipif(NAMESPACE_PROBLEM is not None, reason=str(NAMESPACE_PROBLEM))
 
 # Runs inside the namespace: the machines of one job, and optionally the
@@ -112,8 +97,7 @@ def _two_machines(tmp_path: Path, out: Path, steps: int, kill: bool = False) -> 
     config = write_config(tmp_path, out, checkpoint_every=4)
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
-    cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", sys.executable, str(driver),
-           str(config), str(out), str(steps), "kill" if kill else "run"]
+    cmd = in_namespace(sys.executable, str(driver), str(config), str(out), str(steps), "kill" if kill else "run")
     proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
     logs = "".join(p.read_text()[-2000:] for p in sorted(tmp_path.glob(f"{out.name}-*.log")))
     assert proc.returncode == 0, proc.stderr[-3000:] + logs
