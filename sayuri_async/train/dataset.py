@@ -47,9 +47,10 @@ import math
 import os
 import re
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import torch
@@ -407,15 +408,43 @@ _SIGNAL_NAMES = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fau
                  "Aborted": "SIGABRT", "Interrupt": "SIGINT"}
 
 
-def worker_failure(e: BaseException) -> str | None:
+DEAD_WORKER_WAIT_S = 2.0
+
+
+def dead_worker(wait_s: float = DEAD_WORKER_WAIT_S) -> str | None:
+    """After a broken pipe or a cut message from the data loader: the worker
+    that ended, as ``worker_failure`` says it, from torch's own look at the
+    loader's workers (given ``wait_s`` to see the child's end); None when
+    every worker lives."""
+    from torch.utils.data._utils import signal_handling
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            signal_handling._error_if_any_worker_fails()
+        except RuntimeError as e:
+            return worker_failure(e)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+
+
+def worker_failure(e: BaseException, workers: Iterable = ()) -> str | None:
     """What torch's error ``e`` says of a data-loader worker that ended
-    (killed by a signal, or gone), in a few words; None for another error."""
+    (killed by a signal, or gone), in a few words; None for another error.
+    ``workers`` (the loader's processes) name the signal when torch's words
+    do not (it reaped the worker before it looked)."""
     m = _WORKER_FAILURE.search(str(e))
     if m is None:
         return None
     who = f"a data-loader worker (pid {m['pids'].strip()})"
+    pids = {int(p) for p in re.findall(r"\d+", m["pids"])}
+    codes = [w.exitcode for w in workers if getattr(w, "pid", None) in pids and getattr(w, "exitcode", None)]
     if m["signal"]:
         name = _SIGNAL_NAMES.get(m["signal"].strip(), f"signal {m['signal'].strip()}")
+    else:
+        name = signal.Signals(-codes[0]).name if codes and -codes[0] in signal.valid_signals() else None
+    if name:
         oom = " (the out-of-memory killer's signal: fewer [data] workers or a smaller shuffle_buffer need less " \
               "memory)" if name == "SIGKILL" else ""
         return f"{who} was killed by {name}{oom}"

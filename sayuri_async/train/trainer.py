@@ -65,8 +65,8 @@ from sayuri_async.net.model import Net, NetConfig, init_weights
 from sayuri_async.train import checkpoint as ckpt
 from sayuri_async.train.averaging import Averager
 from sayuri_async.train.config import TrainConfig
-from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, list_chunks, make_loader, select_window,
-                                        window_size, worker_failure)
+from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, dead_worker, list_chunks, make_loader,
+                                        select_window, window_size, worker_failure)
 from sayuri_async.train.distributed import (broadcast, gather, pick_device, rng_state, set_rng_state,
                                             setup_distributed)
 from sayuri_async.train.errors import BadInitWeights, NoTrainingData, NothingToResume, TrainError
@@ -451,6 +451,12 @@ class Trainer:
                     batch = next(it)
                 except ChunkError as e:  # a reader found nothing readable at all
                     raise TrainError(str(e)) from None
+                except (ConnectionError, EOFError, RuntimeError) as e:  # a worker that died (see "stops")
+                    what = (worker_failure(e, getattr(it, "_workers", ())) if isinstance(e, RuntimeError)
+                            else dead_worker())  # it died as it sent: torch's pipe broke first
+                    if what is None:
+                        raise
+                    raise TrainError(f"{what}; training stopped at step {self.step}: {self._standing()}") from None
                 wait += time.perf_counter() - t0
                 self.batches += 1
                 self.positions[int(batch["shard"])] = tuple(int(v) for v in batch["position"])
