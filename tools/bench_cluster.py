@@ -53,8 +53,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_selfplay  # noqa: E402
-from sayuri_async.infer.stats import add_efficiency, rates  # noqa: E402
-from sayuri_async.selfplay.report import aggregate  # noqa: E402
 from sayuri_async.selfplay.status import Status  # noqa: E402
 
 PORT = 6412
@@ -91,13 +89,6 @@ def selfplay_args(a: argparse.Namespace) -> argparse.Namespace:
 
 def config(a: argparse.Namespace, out: str, procs: int):
     return replace(bench_selfplay.make_cfg(selfplay_args(a), out, procs), chunk_games=a.chunk_games)
-
-
-def figures(first: Status, last: Status, batch_size: int) -> dict:
-    r = rates(first.counters, last.counters, last.elapsed - first.elapsed, last.loop_cpu_s - first.loop_cpu_s,
-              last.loops)
-    r = add_efficiency(r, last.device_best, batch_size).as_json()
-    return {k: r[k] for k in KEYS}
 
 
 def run_local(a: argparse.Namespace, tmp: Path) -> dict:
@@ -153,18 +144,14 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
             fleet.gather()
             return [st.engine for st in fleet.with_figures()]
 
-        first = last = None
-        while last is None or last.elapsed - first.elapsed < a.seconds:
+        window = bench_selfplay.Measurement(a.warmup, a.seconds)
+        while not window.done():
             time.sleep(STATUS_EVERY_S)
             sts = statuses()
-            if len(sts) < a.engines:
-                continue
-            agg = aggregate(sts)
-            if first is None and agg.elapsed >= a.warmup:
-                first = agg
-            if first is not None:
-                last = agg
-        result = figures(first, last, a.batch_size)
+            if len(sts) == a.engines:
+                window.add(sts)
+        r = window.figures(a.batch_size)
+        result = {k: r[k] for k in KEYS}
 
         net = random_network(ws / "weights" / "bench-s000000001.safetensors", a)
         t0 = time.monotonic()

@@ -84,25 +84,47 @@ def bench_inprocess(a, cfg: SelfplayConfig) -> dict:
         backend.close()
 
 
-class _Recorder:
-    """Reporter for run_multiprocess: keeps aggregates, stops after the window."""
+class Measurement:
+    """The measurement window of a multi-process run: the first aggregate at
+    ``warmup`` seconds or later, the last one, done once they are ``seconds``
+    apart. ``tools/bench_cluster.py`` measures its Ray side with it too."""
 
     def __init__(self, warmup: float, seconds: float) -> None:
         self.warmup, self.seconds = warmup, seconds
         self.first: Status | None = None
         self.last: Status | None = None
 
-    def update(self, statuses: list[Status]) -> list[dict]:
+    def add(self, statuses: list[Status]) -> bool:
+        """Take the processes' statuses now; True once the window is whole."""
         agg = aggregate(statuses)
         if agg is None:
-            return []
+            return False
         if self.first is None and agg.elapsed >= self.warmup:
             self.first = agg
         if self.first is not None:
             self.last = agg
-            if agg.elapsed - self.first.elapsed >= self.seconds:
-                return [{"stop": True}]
-        return []
+        return self.done()
+
+    def done(self) -> bool:
+        return self.first is not None and self.last is not None and self.last.elapsed - self.first.elapsed >= self.seconds
+
+    def figures(self, batch_size: int) -> dict:
+        """The window's rates and efficiency as JSON (``Rates.as_json``)."""
+        f, l = self.first, self.last
+        if f is None or l is None or l is f:
+            raise SystemExit("bench_selfplay: the run ended before the measurement window")
+        r = rates(f.counters, l.counters, l.elapsed - f.elapsed, l.loop_cpu_s - f.loop_cpu_s, l.loops)
+        return add_efficiency(r, l.device_best, batch_size).as_json()
+
+
+class _Recorder:
+    """Reporter for run_multiprocess: stops the run once the window is whole."""
+
+    def __init__(self, window: Measurement) -> None:
+        self.window = window
+
+    def update(self, statuses: list[Status]) -> list[dict]:
+        return [{"stop": True}] if self.window.add(statuses) else []
 
     def close(self, statuses: list[Status]) -> None:
         pass
@@ -111,13 +133,9 @@ class _Recorder:
 def bench_multiprocess(a, cfg: SelfplayConfig) -> dict:
     from sayuri_async.selfplay.runner import run_multiprocess
 
-    rec = _Recorder(a.warmup, a.seconds)
-    run_multiprocess(cfg, rec)
-    if rec.first is None or rec.last is None or rec.last is rec.first:
-        raise SystemExit("bench_selfplay: the run ended before the measurement window")
-    f, l = rec.first, rec.last
-    r = rates(f.counters, l.counters, l.elapsed - f.elapsed, l.loop_cpu_s - f.loop_cpu_s, l.loops)
-    return add_efficiency(r, l.device_best, cfg.batch_size).as_json()
+    window = Measurement(a.warmup, a.seconds)
+    run_multiprocess(cfg, _Recorder(window))
+    return window.figures(cfg.batch_size)
 
 
 def random_weights(a, tmp: str) -> str:
