@@ -14,7 +14,9 @@ session, SIGKILL, as a machine dies) once every engine plays the trainer's
 network; then the STOP file. Every node runs in a process session of its
 own; the nodes are stopped with SIGTERM, as a supervisor stops them, and
 must leave no process behind. The test checks the workspace and the fleet's
-log afterwards.
+log afterwards. A Ray token file is there, as one that an earlier local
+``ray.init()`` leaves in ``~/.ray``: the head would turn token
+authentication on and refuse the nodes that join.
 """
 from __future__ import annotations
 
@@ -95,9 +97,20 @@ DRIVER = textwrap.dedent('''\
         for line in log("fleet").splitlines():
             if line.startswith("total: "):
                 rows = {}
-            elif m := re.match(r"^  (\S+)\s+engines\s+\d+\s+games\s+(\d+)", line):
+            elif m := re.match(r"^  (\\S+)\\s+engines\\s+\\d+\\s+games\\s+(\\d+)", line):
                 rows[m.group(1)] = int(m.group(2))
         return rows
+
+    def engine_niceness():  # the niceness of every engine actor's process (Ray's own default: 15)
+        found = []
+        for pid in os.listdir("/proc"):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text() if pid.isdigit() else ""
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+            if "(ray::EngineActo" in stat:
+                found.append(int(stat.rsplit(")", 1)[1].split()[16]))
+        return sorted(set(found))
 
     def log(name):
         p = work / f"{name}.log"
@@ -127,6 +140,8 @@ DRIVER = textwrap.dedent('''\
             ok = ok and wait(lambda: log("fleet").count("joined") >= 2, 180, "node b joined")
             ok = ok and wait(lambda: len(node_games()) == 2 and min(node_games().values()) > 0, 300,
                              "both nodes finished games")
+            report["engine_niceness"] = engine_niceness()
+            report["own_niceness"] = os.nice(0)
         if ok:
             ok = wait(lambda: len(chunks()) >= 4, 300, "four chunks")
         if ok:
@@ -253,7 +268,10 @@ def test_a_two_node_fleet_feeds_its_trainer_plays_its_network_and_survives_a_nod
     (work / "train.toml").write_text(TRAIN_TOML)
     (work / "driver.py").write_text(DRIVER)
     ray_tmp = Path("/tmp") / f"ray-{os.getpid()}"  # short: Ray's socket paths must fit in 107 bytes
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "RAY_TMPDIR": str(ray_tmp)}
+    (work / "auth_token").write_text("a" * 64)  # found as ~/.ray/auth_token would be (nodes.py, "auth")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "RAY_TMPDIR": str(ray_tmp),
+           "RAY_AUTH_TOKEN_PATH": str(work / "auth_token")}
+    env.pop("RAY_AUTH_MODE", None)
     try:
         run = subprocess.run(in_namespace(sys.executable, str(work / "driver.py"), str(work)), env=env, cwd=ROOT,
                              capture_output=True, text=True, timeout=1500)
@@ -265,6 +283,8 @@ def test_a_two_node_fleet_feeds_its_trainer_plays_its_network_and_survives_a_nod
     assert report["ok"], why
     assert report["left_after_stop"] == [] and report["left_processes"] == [], why
     assert report.get("fleet_exit") == 0, why
+    # the engines run at the niceness of the command that started their node, not Ray's 15
+    assert report["engine_niceness"] == [report["own_niceness"]], why
     assert fleet_log.count("joined") == 2 and "left: " in fleet_log and "game(s) in progress lost" in fleet_log, why
     assert "published net-s000000010@" in fleet_log and "stopping (STOP file)" in fleet_log, why
     assert "trainer finished" in fleet_log, why  # it reached its 10 steps; self-play went on

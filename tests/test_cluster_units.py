@@ -21,7 +21,8 @@ import pytest
 from sayuri_async.chunkfile import peek_chunk, read_chunk
 from sayuri_async.cluster.actor import ActorStatus, EngineActor
 from sayuri_async.cluster.ingest import EXISTS, WRITTEN, Ingest, IngestStats
-from sayuri_async.cluster.nodes import head_command, join_command, mismatch_line
+from sayuri_async.cluster.nodes import (AUTH_MODE, WORKER_NICENESS, head_command, join_command, mismatch_line, ray_env,
+                                        use_one_auth_mode)
 from sayuri_async.cluster.spool import LOCK, Spool, Uploader
 from sayuri_async.cluster.store import WeightStore
 from sayuri_async.cluster.view import ClusterView
@@ -345,3 +346,21 @@ def test_a_failed_trainer_is_started_again_and_one_that_finished_is_not(tmp_path
     assert "exited with status 1" in said[0] and "--auto-resume" in said[0] and "finished" in said[1]
     trainer.check()
     assert trainer.starts == 2
+
+
+def test_ray_start_runs_the_workers_at_the_commands_niceness_unless_the_user_sets_it(monkeypatch):
+    monkeypatch.delenv(WORKER_NICENESS, raising=False)
+    assert ray_env()[WORKER_NICENESS] == str(os.nice(0))
+    monkeypatch.setenv(WORKER_NICENESS, "7")
+    assert ray_env()[WORKER_NICENESS] == "7"
+
+
+def test_every_node_and_the_driver_use_one_auth_mode_disabled_unless_the_user_sets_it(monkeypatch):
+    monkeypatch.delenv(AUTH_MODE, raising=False)
+    assert ray_env()[AUTH_MODE] == "disabled"
+    use_one_auth_mode()
+    assert os.environ[AUTH_MODE] == "disabled"
+    monkeypatch.setenv(AUTH_MODE, "token")
+    assert ray_env()[AUTH_MODE] == "token"
+    use_one_auth_mode()
+    assert os.environ[AUTH_MODE] == "token"

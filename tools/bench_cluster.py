@@ -20,6 +20,10 @@ Both measure the same window: the counters of all engines between
 ``ratio`` is cluster over local for nnEvals/s and games/s (the goal: at
 least 0.95).
 
+Both give ``cpu_cores``: each program's share of one core over the window,
+every process of the machine summed by name (``raylet``, ``gcs_server``,
+``ray::EngineActo`` ...): where the CPU the engines did not get went.
+
 The cluster run also gives:
 
 bytes/game  the chunk bytes Ingest wrote over the games the engines
@@ -95,7 +99,7 @@ def run_local(a: argparse.Namespace, tmp: Path) -> dict:
     cfg = config(a, str(tmp / "local"), a.engines)
     r = bench_selfplay.bench_multiprocess(argparse.Namespace(warmup=a.warmup, seconds=a.seconds), cfg)
     shutil.rmtree(tmp / "local", ignore_errors=True)
-    return {k: r[k] for k in KEYS}
+    return {**{k: r[k] for k in KEYS}, "cpu_cores": r["cpu_cores"]}
 
 
 # ---- the cluster side (the child, inside the namespace) -------------------------
@@ -120,7 +124,7 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
     from sayuri_async.cluster import NAMESPACE, import_ray
     from sayuri_async.cluster.fleet import Fleet, FleetSettings
     from sayuri_async.cluster.ingest import IngestStats
-    from sayuri_async.cluster.nodes import head_command
+    from sayuri_async.cluster.nodes import head_command, ray_env, use_one_auth_mode
     from sayuri_async.cluster.view import ClusterView
 
     work = Path(tempfile.mkdtemp(prefix="bc-", dir="/tmp"))  # short: Ray's socket paths fit in 107 bytes
@@ -128,10 +132,11 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
     (work / "ray").mkdir()
     ray = import_ray()
     started = subprocess.run(head_command("127.0.0.1", PORT, a.engines + 1, 0, block=False),
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, env=ray_env())
     if started.returncode != 0:
         raise SystemExit(f"bench_cluster: ray start failed: {started.stdout[-500:]}{started.stderr[-500:]}")
     try:
+        use_one_auth_mode()
         ray.init(address=f"127.0.0.1:{PORT}", namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
         ws = work / "ws"
         settings = FleetSettings(workspace=ws, selfplay=config(a, str(work / "unused"), 1), spool=str(work / "spool"),
@@ -151,7 +156,7 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
             if len(sts) == a.engines:
                 window.add(sts)
         r = window.figures(a.batch_size)
-        result = {k: r[k] for k in KEYS}
+        result = {**{k: r[k] for k in KEYS}, "cpu_cores": window.cpu_share()}
 
         net = random_network(ws / "weights" / "bench-s000000001.safetensors", a)
         t0 = time.monotonic()
@@ -189,6 +194,10 @@ def run_cluster(a: argparse.Namespace, tmp: Path) -> dict:
     return json.loads(out.read_text())
 
 
+def pair_cpu(pair: dict, side: str) -> dict[str, float]:
+    return pair[side].get("cpu_cores") or {}
+
+
 def problem() -> str | None:
     if not sys.platform.startswith("linux"):
         return "network namespaces are Linux's"
@@ -223,6 +232,9 @@ def main() -> int:
                   f"bytes/game {cluster['bytes/game']:.0f}  network {cluster['network_bytes']} B "
                   f"published in {cluster['publish_s'] if cluster['publish_s'] is None else round(cluster['publish_s'], 2)} s",
                   flush=True)
+            for side in ("local", "cluster"):
+                top = ", ".join(f"{k} {v:.2f}" for k, v in list(pair_cpu(pairs[-1], side).items())[:8])
+                print(f"  {side} cores: {top}", flush=True)
     evals = [p["ratio"]["nnEvals/s"] for p in pairs]
     games = [p["ratio"]["games/s"] for p in pairs if p["ratio"]["games/s"] is not None]
     print(json.dumps({

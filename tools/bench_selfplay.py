@@ -84,15 +84,40 @@ def bench_inprocess(a, cfg: SelfplayConfig) -> dict:
         backend.close()
 
 
+def cpu_seconds_by_program() -> dict[str, float]:
+    """CPU seconds (user + system) used so far by every process of the machine,
+    summed by program name (``/proc/PID/comm``: at most 15 characters, e.g.
+    ``raylet``, ``ray::EngineActo``); {} where ``/proc`` is missing."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    used: dict[str, float] = {}
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # ended meanwhile
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        used[name] = used.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return used
+
+
 class Measurement:
     """The measurement window of a multi-process run: the first aggregate at
     ``warmup`` seconds or later, the last one, done once they are ``seconds``
-    apart. ``tools/bench_cluster.py`` measures its Ray side with it too."""
+    apart. ``tools/bench_cluster.py`` measures its Ray side with it too.
+    ``cpu_share()``: each program's share of one core over the window (the
+    machine's every process, ``cpu_seconds_by_program``), to see where the
+    CPU that the engines did not get went."""
 
     def __init__(self, warmup: float, seconds: float) -> None:
         self.warmup, self.seconds = warmup, seconds
         self.first: Status | None = None
         self.last: Status | None = None
+        self.cpu_first: dict[str, float] = {}
+        self.cpu_last: dict[str, float] = {}
 
     def add(self, statuses: list[Status]) -> bool:
         """Take the processes' statuses now; True once the window is whole."""
@@ -101,9 +126,21 @@ class Measurement:
             return False
         if self.first is None and agg.elapsed >= self.warmup:
             self.first = agg
+            self.cpu_first = cpu_seconds_by_program()
         if self.first is not None:
             self.last = agg
+            if self.done():
+                self.cpu_last = cpu_seconds_by_program()
         return self.done()
+
+    def cpu_share(self, at_least: float = 0.01) -> dict[str, float]:
+        """Cores used per program over the window, busiest first; those
+        under ``at_least`` of a core left out."""
+        if self.first is None or self.last is None or not self.cpu_last:
+            return {}
+        wall = self.last.elapsed - self.first.elapsed
+        share = {k: (v - self.cpu_first.get(k, 0.0)) / wall for k, v in self.cpu_last.items()}
+        return {k: round(v, 3) for k, v in sorted(share.items(), key=lambda kv: -kv[1]) if v >= at_least}
 
     def done(self) -> bool:
         return self.first is not None and self.last is not None and self.last.elapsed - self.first.elapsed >= self.seconds
@@ -135,7 +172,7 @@ def bench_multiprocess(a, cfg: SelfplayConfig) -> dict:
 
     window = Measurement(a.warmup, a.seconds)
     run_multiprocess(cfg, _Recorder(window))
-    return window.figures(cfg.batch_size)
+    return {**window.figures(cfg.batch_size), "cpu_cores": window.cpu_share()}
 
 
 def random_weights(a, tmp: str) -> str:

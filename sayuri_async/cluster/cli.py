@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ..configfile import ConfigError, between, from_options
 from ..usererror import ArgumentParser, UserError, answered, input_file, output_folder, stopped_by
 from . import NAMESPACE, import_ray
-from .nodes import DEFAULT_PORT, head_command, join_command, mismatch_line, run_ray_start
+from .nodes import DEFAULT_PORT, head_command, join_command, mismatch_line, run_ray_start, use_one_auth_mode
 
 
 @dataclass
@@ -185,6 +185,7 @@ def run(args) -> int:
     else:
         view = ClusterView(every=args.view_every, leaves_per_await=cfg.search.leaves_per_await)
     check_reachable(args.address)
+    use_one_auth_mode()
     try:
         ray.init(address=args.address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
     except (ConnectionError, RuntimeError, ValueError) as e:

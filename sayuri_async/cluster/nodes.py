@@ -15,12 +15,26 @@ stop        SIGTERM or Ctrl-C of ``cluster head --block`` / ``cluster join``
             goes on to ``ray start``, which drains the node for a few
             seconds and ends its processes; the command waits for it (at
             most ``STOP_WAIT_S``), so a supervisor's stop leaves nothing.
+niceness    Ray starts its worker processes, the engine actors among them,
+            at niceness 15 (its ``worker_niceness``): beside any other
+            program they would get a small share of the CPU (engines at 15
+            against a loop at 19 ran at about half speed). ``ray_env``
+            starts the node with ``RAY_worker_niceness`` set to the
+            niceness of the command itself (0 unless it runs under
+            ``nice``), unless the user sets it.
+auth        Ray's token authentication is on for a head started where a
+            token file (``~/.ray/auth_token``) exists, one that any local
+            ``ray.init()`` leaves behind, and off for a node that joins by
+            address: the join is then refused ("InvalidAuthToken"). Every
+            node and the driver use one mode: ``RAY_AUTH_MODE`` as the user
+            sets it, ``disabled`` when unset (``ray_env``).
 mismatch    Ray refuses a node whose Ray or Python version (to the patch)
             differs from the head's; its multi-line traceback becomes one
             line (``mismatch_line``) and exit status 2.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -55,11 +69,31 @@ def ray_start(args: list[str]) -> list[str]:
             "--disable-usage-stats", *args]
 
 
+WORKER_NICENESS = "RAY_worker_niceness"
+AUTH_MODE = "RAY_AUTH_MODE"
+
+
+def use_one_auth_mode() -> None:
+    """Give this process (a driver about to ``ray.init(address=...)``) the
+    mode ``ray_env`` gives the nodes."""
+    os.environ.setdefault(AUTH_MODE, "disabled")
+
+
+def ray_env() -> dict[str, str]:
+    """The environment for ``ray start``: this one, with the worker
+    processes at this command's niceness and one authentication mode for
+    every node (see the vocabulary); what the user sets is kept."""
+    env = dict(os.environ)
+    env.setdefault(WORKER_NICENESS, str(os.nice(0)))
+    env.setdefault(AUTH_MODE, "disabled")
+    return env
+
+
 def run_ray_start(command: list[str]) -> int:
     """Run ``ray start``, passing its output through; a version mismatch
     becomes a UserError (one line, exit 2)."""
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace")
+                            errors="replace", env=ray_env())
     seen: list[str] = []
     assert proc.stdout is not None
     try:
