@@ -26,6 +26,11 @@ MatchResult wins, losses and draws of A against B; ``win_rate`` counts a
             unless a bound is 0 or 1); A's moves and seconds searching.
 ratings     Elo of several players from all pair results (Bradley-Terry,
             fitted by minorization-maximization), the first player at 0.
+resume      ``--json`` is rewritten (atomically) after every game with every
+            game's figures (``per_game``): the same command run again counts
+            the games it holds and plays the rest (the openings are seeded,
+            so game k is the same game). A file of other settings
+            (``MATCH_SETTINGS``) is refused in one line unless ``--fresh``.
 """
 from __future__ import annotations
 
@@ -117,8 +122,17 @@ class MatchResult:
         lo, hi = self.wilson(z)
         return elo_of_rate(lo), elo_of_rate(hi)
 
-    def summary(self) -> dict:
-        """The figures as a JSON-ready dict (infinities as None)."""
+    @classmethod
+    def from_row(cls, row: dict) -> "MatchResult":
+        """The result a ``summary(per_game=True)`` row holds, game by game."""
+        res = cls(row["a"], row["b"])
+        for k, g in sorted(row.get("per_game", {}).items(), key=lambda kg: int(kg[0])):
+            res.add_game(int(k), g["result"], g["a_moves"], g["a_seconds"], g["reason"])
+        return res
+
+    def summary(self, per_game: bool = False) -> dict:
+        """The figures as a JSON-ready dict (infinities as None); with
+        ``per_game``, every game's figures too (what a resume reads)."""
         def num(x: float) -> float | None:
             return round(x, 1) if math.isfinite(x) else None
 
@@ -128,7 +142,8 @@ class MatchResult:
                 "draws": self.draws, "win_rate": round(self.win_rate, 4), "wilson95": [round(lo, 4), round(hi, 4)],
                 "elo": num(self.elo()[0]), "elo95": [num(elo_lo), num(elo_hi)],
                 "seconds_per_move": round(self.a_seconds / self.a_moves, 4) if self.a_moves else None,
-                "reasons": dict(sorted(self.reasons.items()))}
+                "reasons": dict(sorted(self.reasons.items())),
+                **({"per_game": {str(k): g for k, g in sorted(self.per_game.items())}} if per_game else {})}
 
 
 def elo_of_rate(p: float) -> float:
@@ -389,8 +404,38 @@ def build_parser() -> argparse.ArgumentParser:
                    help="random moves opening each pair of games (colours swapped), all openings distinct; at "
                         "most the points from the third line in ((N-4)^2: 25 on 9x9)")
     p.add_argument("--seed", type=int, default=0, help="seed of the openings")
-    p.add_argument("--json", default="", help="also write the results (and ratings) to this JSON file")
+    p.add_argument("--json", default="", help="also write the results (and ratings) to this JSON file, after every "
+                                              "game; the same command continues the games it holds")
+    p.add_argument("--fresh", action="store_true", help="start over even if --json holds games of other settings")
     return p
+
+
+MATCH_SETTINGS = ("players", "games", "board", "komi", "playouts", "gumbel", "resign", "opening_moves", "scoring",
+                  "random_opening", "seed")
+
+
+def match_settings(args) -> dict:
+    """What makes game k of a match the same game: the ``MATCH_SETTINGS``."""
+    return {k: getattr(args, k) for k in MATCH_SETTINGS}
+
+
+def earlier_games(path: Path, settings: dict) -> dict[tuple[str, str], MatchResult]:
+    """The games an earlier run of the same match wrote to ``path``, per
+    pair of names; none when there is no file. UserError naming the file
+    when it holds other settings or is not a match's JSON."""
+    if not path.is_file():
+        return {}
+    try:
+        old = json.loads(path.read_text())
+        differ = [k for k in MATCH_SETTINGS if old["settings"].get(k) != settings[k]]
+        rows = [MatchResult.from_row(r) for r in old["results"]]
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise UserError(f"--json {path}: not a match file of this command ({type(e).__name__}); "
+                        f"move it away or give --fresh") from None
+    if differ:
+        raise UserError(f"--json {path}: holds games of other settings ({', '.join(differ)} differ); "
+                        f"give another file or --fresh to start over")
+    return {(r.a, r.b): r for r in rows}
 
 
 def opening_points(size: int) -> int:
@@ -453,32 +498,41 @@ def main(argv: list[str] | None = None) -> int:
             p.name = f"{p.name}#{i + 1}"
         names = [p.name for p in players]
     sgf_dir = output_folder(args.sgf, "--sgf", inputs=args.players) if args.sgf else None
+    settings = match_settings(args)
+    earlier: dict[tuple[str, str], MatchResult] = {}
     if args.json:  # checked before the games, not after them
         output_file(args.json, "--json", "match.json", inputs=args.players)
+        earlier = {} if args.fresh else earlier_games(Path(args.json), settings)
+    finished: list[MatchResult] = []
+
+    def write_json(results: list[MatchResult]) -> None:
+        if args.json:
+            from .fileio import write_text_atomic
+
+            rt = ratings(names, results) if len(players) > 2 else {}
+            write_text_atomic(args.json, json.dumps({"settings": settings, "ratings": rt,
+                                                      "results": [r.summary(per_game=True) for r in results]},
+                                                     indent=1) + "\n")
 
     def progress(k: int, res: MatchResult) -> None:
         print(f"  {res.a} vs {res.b}: game {res.games}/{args.games}  {res.wins}-{res.losses}-{res.draws}",
               file=sys.stderr, flush=True)
+        write_json(finished + [res])
 
-    async def go() -> list[MatchResult]:
-        out = []
+    async def go() -> None:
         for i in range(len(players)):
             for j in range(i + 1, len(players)):
-                out.append(await run_match(players[i], players[j], args.games, args.board, args.komi,
-                                           args.concurrency, sgf_dir, progress, scoring=args.scoring,
-                                           random_opening=args.random_opening, seed=args.seed))
-        return out
+                finished.append(await run_match(players[i], players[j], args.games, args.board, args.komi,
+                                                args.concurrency, sgf_dir, progress, scoring=args.scoring,
+                                                random_opening=args.random_opening, seed=args.seed,
+                                                done=earlier.get((players[i].name, players[j].name))))
 
-    results = asyncio.run(go())
+    asyncio.run(go())
+    results = finished
     for r in results:
         print_result(r)
     rt = ratings(names, results) if len(players) > 2 else {}
-    if args.json:
-        from .fileio import write_text_atomic
-
-        write_text_atomic(args.json, json.dumps({"results": [r.summary() for r in results], "ratings": rt,
-                                                  "playouts": args.playouts, "board": args.board,
-                                                  "komi": args.komi, "scoring": args.scoring}, indent=1) + "\n")
+    write_json(results)
     if len(players) > 2:
         from rich.table import Table
 

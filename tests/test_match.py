@@ -200,3 +200,36 @@ def test_referee_clock_loses_on_time_and_tells_the_time_left():
     assert rec.time_used[1] > 0.5 and rec.max_move_time[1] >= 0.59
     assert slow.heard[:2] == ["time_settings 0.5", "time_left 0.5"] and slow.heard[3].startswith("time_left")
     assert not any(h.startswith("time") for h in fast.heard)  # white is untimed
+
+
+def test_match_json_is_written_after_every_game_and_the_same_command_plays_only_the_missing_games(tmp_path, capsys):
+    import json
+
+    from sayuri_async.match import main
+
+    out = tmp_path / "m.json"
+    cmd = ["random", "random", "--games", "4", "--board", "7", "--playouts", "4", "--concurrency", "1",
+           "--json", str(out)]
+    assert main(cmd) == 0
+    full = json.loads(out.read_text())
+    row = full["results"][0]
+    assert sorted(row["per_game"]) == ["0", "1", "2", "3"] and full["settings"]["games"] == 4
+    # a run stopped after two games: the file holds games 0 and 1
+    row["per_game"] = {k: g for k, g in row["per_game"].items() if k in ("0", "1")}
+    out.write_text(json.dumps(full))
+    capsys.readouterr()
+    assert main(cmd) == 0
+    said = capsys.readouterr().err
+    assert "game 3/4" in said and "game 4/4" in said and "game 1/4" not in said and "game 2/4" not in said
+    again = json.loads(out.read_text())["results"][0]
+    assert again["games"] == 4 and sorted(again["per_game"]) == ["0", "1", "2", "3"]
+    for k in ("0", "1"):
+        assert again["per_game"][k] == row["per_game"][k]
+    # other settings over the file: refused in one line naming it; --fresh starts over
+    assert main(cmd[:-2] + ["--playouts", "5", "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(out) in err and "playouts" in err and len(err.strip().splitlines()) == 1
+    assert main(cmd[:-2] + ["--playouts", "5", "--json", str(out), "--fresh"]) == 0
+    assert json.loads(out.read_text())["settings"]["playouts"] == 5
+    out.write_text("{not json")
+    assert main(cmd) == 2 and "not a match file" in capsys.readouterr().err

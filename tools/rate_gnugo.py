@@ -108,10 +108,7 @@ def earlier_games(path: Path, header: dict) -> dict[int, EarlierLevel]:
                          f"use another --out or give --fresh to start over")
     out: dict[int, EarlierLevel] = {}
     for row in levels:
-        res = MatchResult(row["a"], row["b"])
-        for k, g in sorted(row.get("per_game", {}).items(), key=lambda kg: int(kg[0])):
-            res.add_game(int(k), g["result"], g["a_moves"], g["a_seconds"], g["reason"])
-        out[int(row["level"])] = EarlierLevel(res, float(row.get("seconds", 0.0)))
+        out[int(row["level"])] = EarlierLevel(MatchResult.from_row(row), float(row.get("seconds", 0.0)))
     return out
 
 
@@ -185,9 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             seconds0 = done.seconds if done is not None else 0.0
 
             def level_row(res: MatchResult, complete: bool) -> dict:
-                return {"level": level, **res.summary(), "complete": complete,
-                        "seconds": round(seconds0 + time.monotonic() - t0, 1),
-                        "per_game": {str(k): g for k, g in sorted(res.per_game.items())}}
+                return {"level": level, **res.summary(per_game=True), "complete": complete,
+                        "seconds": round(seconds0 + time.monotonic() - t0, 1)}
 
             def progress(k: int, res: MatchResult, level: int = level) -> None:
                 print(f"  level {level}: game {res.games}/{args.games}  {res.wins}-{res.losses}-{res.draws}",
