@@ -17,6 +17,8 @@ cluster     a one-node Ray cluster (``ray start --head``, K + 1 logical CPUs)
 Both measure the same window: the counters of all engines between
 ``--warmup`` and ``--warmup + --seconds`` (``report.aggregate``), with
 ``chunk_games`` small enough that the data path runs inside the window.
+Both hand their batches to the inference worker's threads, as a real
+network's are (``selfplay_args``).
 ``ratio`` is cluster over local for nnEvals/s and games/s (the goal: at
 least 0.95).
 
@@ -85,8 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def selfplay_args(a: argparse.Namespace) -> argparse.Namespace:
-    """``a`` with the settings bench_selfplay.make_cfg reads: the random network on the CPU."""
-    return argparse.Namespace(**vars(a), device="cpu", weights=None, inline=True, net="", device_table="",
+    """``a`` with the settings bench_selfplay.make_cfg reads: the random network on the CPU,
+    its batches handed to the inference worker's threads both ways, as every real network's
+    are (a cluster engine follows the published networks, so it never runs the random
+    network inline on its loop; a local one would, and do less work a batch)."""
+    return argparse.Namespace(**vars(a), device="cpu", weights=None, inline=False, net="", device_table="",
                               encoder="", batches_in_flight=2, gumbel=False, edge_capacity=0,
                               leaves_per_await=bench_selfplay.SearchConfig().leaves_per_await)
 
