@@ -232,12 +232,15 @@ def whole_positions(path: Path) -> int:
         return 0
 
 
-def reuse_figures(new_positions: int, steps: int, batch: int) -> dict:
+def reuse_figures(new_positions: int, steps: int, batch: int, rehearsal_fraction: float = 0.0) -> dict:
     """The data figures of a generation: ``reuse``, training samples per
-    new position, and ``new_positions_per_step``."""
+    new position (the rehearsed share of the samples, ``[data]
+    rehearsal_fraction``, left out), and ``new_positions_per_step``."""
+    samples = steps * batch * (1.0 - rehearsal_fraction)
     return {"new_positions": new_positions, "planned_steps": steps,
-            "reuse": round(steps * batch / new_positions, 2) if new_positions else None,
-            "new_positions_per_step": round(new_positions / steps, 1) if steps else None}
+            "reuse": round(samples / new_positions, 2) if new_positions else None,
+            "new_positions_per_step": round(new_positions / steps, 1) if steps else None,
+            **({"rehearsal_fraction": rehearsal_fraction} if rehearsal_fraction else {})}
 
 
 def held_out(name: str, fraction: float) -> bool:
@@ -396,7 +399,9 @@ class Loop:
 
         if self.cfg.samples_per_position <= 0:
             return self.cfg.steps_per_generation
-        return max(1, reuse_steps(new_positions, self.cfg.samples_per_position, self.train_cfg.optim.batch_size))
+        # a rehearsed share of every batch adds steps: the new positions keep their reuse
+        per_position = self.cfg.samples_per_position / (1.0 - self.train_cfg.data.rehearsal_fraction)
+        return max(1, reuse_steps(new_positions, per_position, self.train_cfg.optim.batch_size))
 
     def evaluate(self, st: LoopState, summary: dict) -> dict:
         """Play the candidate against the best in rounds until the gate
@@ -571,7 +576,8 @@ class Loop:
                 st.train_target = st.train_start_step + steps
                 summary.update(games=games, positions=positions, holdout_positions=held,
                                **{k: v for k, v in stats.items() if k != "games"},
-                               **reuse_figures(positions - held, steps, self.train_cfg.optim.batch_size))
+                               **reuse_figures(positions - held, steps, self.train_cfg.optim.batch_size,
+                                               self.train_cfg.data.rehearsal_fraction))
                 st.phase = "train"
                 self.ws.save_state(st)
             if st.phase == "train":

@@ -30,7 +30,9 @@ chain Elo        the Elo of each generation from the evaluation games
 data figures     ``new_positions`` a generation brought to training (its
                  held-out share, ``holdout_positions``, excluded),
                  ``window_positions`` in the replay window after it,
-                 ``reuse`` (training samples per new position) and
+                 ``reuse`` (training samples per new position; with
+                 ``[data] rehearsal_fraction``, the steps grow so that the
+                 rehearsed share leaves the new positions this reuse) and
                  ``new_positions_per_step``.
 value quality    ``value_mse`` of the generation's network on its
                  held-out positions, ``value_mse_best`` of the network that

@@ -50,9 +50,18 @@ class DataConfig:
     workers: int = field(default_factory=default_workers)  # the cores, at most 4
     prefetch_batches: int = 4
     symmetries: bool = True
+    # Rehearsal: positions of an older data set (the start network's own
+    # training data) mixed into every window, as this share of its positions,
+    # so that continuing a network does not forget what it was trained on
+    # (dataset.py, "rehearsal"). 0: none.
+    rehearsal_dir: str = ""
+    rehearsal_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         require(7 <= self.board_size <= 25, "board_size", "must be between 7 and 25")
+        within(self, "[0, 0.9]", "rehearsal_fraction")
+        require(self.rehearsal_fraction == 0.0 or bool(self.rehearsal_dir), "rehearsal_dir",
+                "must name a folder of chunks when rehearsal_fraction is above 0")
         at_least(self, 1, "window_min_positions", "shuffle_buffer", "prefetch_batches")
         between(self, 1, 10_000_000_000, "window_min_positions", "window_max_positions")
         between(self, 1, 10_000_000, "shuffle_buffer")

@@ -16,6 +16,12 @@ Vocabulary (the chunk format itself is ``docs/data-format.md`` and ``chunkfile.p
             (the last batch topped up from the block's start). This is the
             shuffle buffer; because a block depends only on ``(seed, pass,
             shard, block)``, a reader can restart at any block exactly.
+  rehearsal chunks of an older data set (``[data] rehearsal_dir``, the
+            start network's own training data) added to the window so that
+            they are ``rehearsal_fraction`` of its positions
+            (``rehearsal_positions``); which ones is drawn from the run's
+            data seed (``pick_rehearsal``), so a refreshed window (the RL
+            loop's next generation) rehearses other positions.
   position  ``(pass, block, batch)``: where a shard is; the trainer stores the
             position of the last batch it consumed from each shard, so
             ``--resume`` replays nothing and skips nothing.
@@ -124,6 +130,27 @@ def select_window(chunks: list[ChunkInfo], want: int) -> list[ChunkInfo]:
         picked.append(info)
         have += info.positions
     picked.reverse()
+    return picked
+
+
+def rehearsal_positions(window_positions: int, fraction: float) -> int:
+    """Rehearsal positions that make ``fraction`` of a window that holds
+    ``window_positions`` newer ones."""
+    if fraction <= 0.0:
+        return 0
+    return math.ceil(window_positions * fraction / (1.0 - fraction) - 1e-9)  # 1 x 0.9/0.1 is 9, not 10
+
+
+def pick_rehearsal(chunks: list[ChunkInfo], want: int, seed: int) -> list[ChunkInfo]:
+    """Chunks in an order drawn from ``seed`` until they hold at least
+    ``want`` positions (or all of them)."""
+    picked: list[ChunkInfo] = []
+    have = 0
+    for i in np.random.default_rng([seed, 0x5EE]).permutation(len(chunks)):
+        if have >= want:
+            break
+        picked.append(chunks[int(i)])
+        have += chunks[int(i)].positions
     return picked
 
 

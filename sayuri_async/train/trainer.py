@@ -66,7 +66,8 @@ from sayuri_async.train import checkpoint as ckpt
 from sayuri_async.train.averaging import Averager
 from sayuri_async.train.config import TrainConfig
 from sayuri_async.train.dataset import (ChunkError, ChunkStream, StreamSpec, dead_worker, list_chunks, make_loader,
-                                        select_window, window_size, worker_failure)
+                                        pick_rehearsal, rehearsal_positions, select_window, window_size,
+                                        worker_failure)
 from sayuri_async.train.distributed import (broadcast, gather, pick_device, rng_state, set_rng_state,
                                             setup_distributed)
 from sayuri_async.train.errors import BadInitWeights, NoTrainingData, NothingToResume, TrainError
@@ -237,12 +238,24 @@ class Trainer:
                 error = (f"no training chunks (*.npz) of board size {d.board_size} under {d.dir}"
                          + (f" ({'; '.join(warnings)})" if warnings else
                             "" if Path(d.dir).is_dir() else " (no such folder)"))
-            result = ([(c.path, c.positions) for c in picked], warnings, error)
+            rehearsed: list = []
+            if picked and d.rehearsal_fraction > 0:
+                older, old_warnings = list_chunks(d.rehearsal_dir, d.board_size)
+                warnings += old_warnings
+                rehearsed = pick_rehearsal(older, rehearsal_positions(sum(c.positions for c in picked),
+                                                                    d.rehearsal_fraction), self.data_seed)
+                if not rehearsed:
+                    error = (f"[data] rehearsal_dir {d.rehearsal_dir}: no chunks (*.npz) of board size "
+                             f"{d.board_size}" + ("" if Path(d.rehearsal_dir).is_dir() else " (no such folder)"))
+            result = ([(c.path, c.positions) for c in picked + rehearsed], warnings, error)
             for w in warnings:
                 self.say(f"warning: {w}")
             if picked:
                 self.say(f"data window: {sum(c.positions for c in picked)} positions in {len(picked)} "
                          f"chunks (window rule: {want} of {total})")
+            if rehearsed:
+                self.say(f"rehearsal: {sum(c.positions for c in rehearsed)} positions in {len(rehearsed)} chunks "
+                         f"of {d.rehearsal_dir} ({d.rehearsal_fraction:.0%} of the window)")
         window, _, error = broadcast(result, self.info)
         if error:
             raise NoTrainingData(error)
