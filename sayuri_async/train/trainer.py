@@ -254,8 +254,10 @@ class Trainer:
                 self.say(f"data window: {sum(c.positions for c in picked)} positions in {len(picked)} "
                          f"chunks (window rule: {want} of {total})")
             if rehearsed:
-                self.say(f"rehearsal: {sum(c.positions for c in rehearsed)} positions in {len(rehearsed)} chunks "
-                         f"of {d.rehearsal_dir} ({d.rehearsal_fraction:.0%} of the window)")
+                old_n, new_n = sum(c.positions for c in rehearsed), sum(c.positions for c in picked)
+                self.say(f"rehearsal: {old_n} positions in {len(rehearsed)} chunks of {d.rehearsal_dir} "
+                         f"({old_n / (old_n + new_n):.0%} of the window; rehearsal_fraction "
+                         f"{d.rehearsal_fraction:g})")
         window, _, error = broadcast(result, self.info)
         if error:
             raise NoTrainingData(error)
