@@ -70,11 +70,13 @@ def test_rehearsal_settings_and_a_missing_folder_are_refused_in_words(tmp_path):
 
 
 def test_the_loop_adds_steps_for_the_rehearsed_share_and_keeps_the_reuse(tmp_path):
-    (tmp_path / "old").mkdir()
     text = open(write_cfg(tmp_path, 1)).read().replace("[loop]\n", "[loop]\nsamples_per_position = 4\n")
     text = text.replace("[data]\n", f"[data]\nrehearsal_dir = \"{tmp_path / 'old'}\"\nrehearsal_fraction = 0.5\n")
     assert "rehearsal_fraction" in text
     (tmp_path / "r.toml").write_text(text)
+    with pytest.raises(ConfigError, match=r"r\.toml: \[data\] rehearsal_dir .*no chunks"):
+        Loop(str(tmp_path / "r.toml"), str(tmp_path / "ws"))  # before any self-play
+    make_chunk(tmp_path / "old" / "sgf-000.npz", n=7, positions=16)
     loop = Loop(str(tmp_path / "r.toml"), str(tmp_path / "ws"))
     assert loop.train_steps(100) == 100  # 100 positions x 4 samples / batch 8, doubled: half of each batch is old
     assert reuse_figures(100, 100, 8, 0.5) == {"new_positions": 100, "planned_steps": 100, "reuse": 4.0,

@@ -1,34 +1,41 @@
 #!/usr/bin/env bash
-# The continuation run of docs/strength.md ("Continuing the shipped network"),
-# kept going across machines that start from a fresh clone.
+# The continuation runs of docs/strength.md, kept going across machines that
+# start from a fresh clone.
 #
-#   tools/strength_run.sh start   restore the workspace from its packed copy
-#                                 (logs/strength/continue/workspace.tar) when
-#                                 runs/strength/continue is missing, then run
-#                                 the loop in the background at nice 19
-#   tools/strength_run.sh stop    end the loop (SIGTERM: it stops after the
-#                                 step in progress; a kill at any moment is
-#                                 safe too) and wait for it
-#   tools/strength_run.sh pack    stop, then pack what a resume needs (state,
-#                                 networks, checkpoints, held-out and window
-#                                 chunks; not the SGF files) and copy the
-#                                 curves and the log to logs/strength/continue/
-#   tools/strength_run.sh status  the loop's process and its last lines
+#   tools/strength_run.sh start [RUN]   restore the workspace from its packed copy
+#                                       (logs/strength/RUN/workspace.tar) when
+#                                       runs/strength/RUN is missing, then run
+#                                       the loop in the background at nice 19
+#   tools/strength_run.sh stop [RUN]    end the loop (SIGTERM: it stops after the
+#                                       step in progress; a kill at any moment is
+#                                       safe too) and wait for it
+#   tools/strength_run.sh pack [RUN]    stop, then pack what a resume needs (state,
+#                                       networks, checkpoints, held-out, window and
+#                                       rehearsal chunks; not the SGF files) and copy
+#                                       the curves and the log to logs/strength/RUN/
+#   tools/strength_run.sh status [RUN]  the loop's process and its last lines
+#
+# RUN is "rehearse" (the default: configs/loop-9x9-rehearse.toml, GNU Go
+# positions rehearsed in every window, runs/strength/rehearse/rehearsal) or
+# "continue" (configs/loop-9x9-continue.toml, self-play data only); both
+# start from weights/9x9/gnugo9c-4x48.safetensors.
 #
 # The loop runs from a snapshot of the code (a detached git worktree of HEAD
 # in runs/strength/code, refreshed at each start), so that editing the
 # checkout while it runs changes nothing under it: a loop that imports a
 # module lazily would otherwise load a newer version than the rest. (-P keeps
 # the working folder off the import path, so the snapshot is what runs.)
-#
-# The workspace, the config and the start network are fixed here:
-# configs/loop-9x9-continue.toml from weights/9x9/gnugo9c-4x48.safetensors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WS=runs/strength/continue
-LOG=runs/strength/continue.log
-KEEP=logs/strength/continue
-CONFIG=configs/loop-9x9-continue.toml
+RUN=${2:-rehearse}
+case "$RUN" in
+  rehearse|continue) ;;
+  *) echo "tools/strength_run.sh: unknown run '$RUN' (rehearse or continue)" >&2; exit 2 ;;
+esac
+WS=runs/strength/$RUN
+LOG=runs/strength/$RUN.log
+KEEP=logs/strength/$RUN
+CONFIG=configs/loop-9x9-$RUN.toml
 INIT=weights/9x9/gnugo9c-4x48.safetensors
 CODE=runs/strength/code
 PY=${PY:-.venv/bin/python}
@@ -80,7 +87,7 @@ case "${1:-}" in
     [ -f "$LOG" ] && tail -n 3 "$LOG" | cut -c1-200
     ;;
   *)
-    echo "usage: tools/strength_run.sh start|stop|pack|status" >&2
+    echo "usage: tools/strength_run.sh start|stop|pack|status [rehearse|continue]" >&2
     exit 2
     ;;
 esac
