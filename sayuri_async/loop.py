@@ -97,6 +97,10 @@ class LoopConfig:
     holdout_fraction: float = 0.0  # share of each generation's chunks kept out of training for value quality
     export_norms: str = "as_trained"  # or "recompute": batch-norm statistics from fresh positions (norm_stats.py)
     norm_positions: int = 8192  # positions the recomputed statistics average over
+    # Held-out chunks of the data the start network learnt from (never trained
+    # on): every generation's value and policy are measured on them too, so
+    # that forgetting shows (value_quality.py, "reference"). "": none.
+    reference_dir: str = ""
 
     def __post_init__(self) -> None:
         """Range checks (see ``configfile``): ``Bad`` naming the key."""
@@ -295,6 +299,9 @@ class Loop:
         if self.cfg.anchor_games and (not anchor or shutil.which(anchor[0]) is None):
             raise ConfigError(f"{config_path}: [loop] anchor_command {self.cfg.anchor_command!r}: no such program "
                               f"(anchor_games = {self.cfg.anchor_games} needs it; 0 turns the anchor off)")
+        if self.cfg.reference_dir and not any(Path(self.cfg.reference_dir).rglob("*.npz")):
+            raise ConfigError(f"{config_path}: [loop] reference_dir {self.cfg.reference_dir!r}: no chunks (*.npz) "
+                              f"(\"\" measures no reference)")
         d = self.train_cfg.data
         if d.rehearsal_fraction > 0:  # refused now, not after a generation of self-play
             from .train.dataset import list_chunks
@@ -491,6 +498,30 @@ class Loop:
                  f"positions (best {out.get('value_mse_best', '-')}, answering 0 {out['value_baseline_mse']})")
         return out
 
+    def reference_quality(self, st: LoopState) -> dict:
+        """The candidate's figures on ``reference_dir`` (the start network's
+        kind of data, held out), beside generation 0's; {} without it."""
+        from .value_quality import load_positions, net_figures
+
+        if not self.cfg.reference_dir:
+            return {}
+        pos, _ = load_positions(Path(self.cfg.reference_dir), None, 20_000)
+        if not len(pos["z"]):
+            return {}
+        out = {}
+        for key, gen in (("reference", st.generation), ("reference_start", 0)):
+            if not self.ws.weights(gen).is_file():
+                continue
+            f = net_figures(str(self.ws.weights(gen)), pos)
+            out.update({f"{key}_value_mse": f["value_mse"], f"{key}_top1": f["top1_played"],
+                        f"{key}_policy_ce": f["policy_ce"]})
+        out["reference_positions"] = int(len(pos["z"]))
+        self.say(f"generation {st.generation}: on {out['reference_positions']} reference positions value mse "
+                 f"{out.get('reference_value_mse', '-')}, played move first {out.get('reference_top1', '-')} "
+                 f"(generation 0: {out.get('reference_start_value_mse', '-')}, "
+                 f"{out.get('reference_start_top1', '-')})")
+        return out
+
     def anchor(self, st: LoopState) -> dict:
         """``anchor_games`` games of the new network against the anchor
         (``loop_stats``); {} when there are none."""
@@ -600,6 +631,8 @@ class Loop:
                     continue
                 if "value_mse" not in summary:
                     summary.update(self.value_quality(st))
+                if "reference_positions" not in summary:
+                    summary.update(self.reference_quality(st))
                 ev = self.evaluate(st, summary)
                 if self._stopping():
                     continue

@@ -34,6 +34,12 @@ data figures     ``new_positions`` a generation brought to training (its
                  ``[data] rehearsal_fraction``, the steps grow so that the
                  rehearsed share leaves the new positions this reuse) and
                  ``new_positions_per_step``.
+reference        with ``[loop] reference_dir`` (held-out chunks of the data
+                 the start network learnt from): ``reference_value_mse``,
+                 ``reference_top1`` (played move named first) and
+                 ``reference_policy_ce`` of the generation's network there,
+                 and the same of generation 0 (``reference_start_*``):
+                 forgetting shows as the first falling away from the second.
 value quality    ``value_mse`` of the generation's network on its
                  held-out positions, ``value_mse_best`` of the network that
                  played them, ``value_baseline_mse`` of answering 0
@@ -55,7 +61,8 @@ ANCHOR_COMMAND = "/usr/games/gnugo --mode gtp --chinese-rules --capture-all-dead
 
 CURVE_COLUMNS = ["generation", "games", "positions", "new_positions", "holdout_positions", "window_positions",
                  "reuse", "new_positions_per_step", "game_length", "steps", "loss_policy", "loss_wdl",
-                 "loss_ownership", "value_mse", "value_mse_best", "value_baseline_mse", "win_rate_vs_best",
+                 "loss_ownership", "value_mse", "value_mse_best", "value_baseline_mse", "reference_value_mse",
+                 "reference_start_value_mse", "reference_top1", "reference_start_top1", "win_rate_vs_best",
                  "opponent", "eval_games", "llr", "chain_elo", "best_generation", "best_elo", "anchor_games",
                  "anchor_win_rate", "anchor_elo", "anchor_elo_lo", "anchor_elo_hi", "resign_checked",
                  "resign_false_positives", "resign_fp_rate", "promoted"]
@@ -206,6 +213,9 @@ def plot_curves(csv_path: Path, out: Path) -> Path:
     ax.plot(gens, col("value_mse"), "o-", label="network (held-out self-play)")
     ax.plot(gens, col("value_mse_best"), "s--", label="the network that played them")
     ax.plot(gens, col("value_baseline_mse"), ":", color="grey", label="answering 0")
+    if any(v == v for v in col("reference_value_mse")):  # measured on the start network's kind of data
+        ax.plot(gens, col("reference_value_mse"), "^-", label="network (reference data)")
+        ax.plot(gens, col("reference_start_value_mse"), "v:", label="generation 0 (reference data)")
     ax.set_ylabel("value\nsquared error")
     ax.legend(loc="best", fontsize=8)
     ax = axes[6]

@@ -127,3 +127,27 @@ def test_the_loop_trains_in_two_processes_under_torchrun(tmp_path):
     assert (ws / "weights" / "gen-000001.safetensors").is_file()
     log = (ws / "checkpoints" / "train_log.csv").read_text().splitlines()
     assert log[0].startswith("step,") and len(log) == 3  # steps 2 and 4, written once (rank 0)
+
+
+def test_reference_figures_measure_each_generation_beside_the_start_on_the_start_networks_data(tmp_path):
+    from sayuri_async.configfile import ConfigError
+
+    (tmp_path / "ref").mkdir()
+    text = open(write_cfg(tmp_path, 1)).read().replace("[loop]\n", f"[loop]\nreference_dir = \"{tmp_path / 'ref'}\"\n")
+    (tmp_path / "ref.toml").write_text(text)
+    with pytest.raises(ConfigError, match=r"reference_dir .*no chunks"):
+        Loop(str(tmp_path / "ref.toml"), str(tmp_path / "ws"))  # refused before any self-play
+    for k in range(2):
+        make_chunk(tmp_path / "ref" / f"gnugo-{k}.npz", positions=24, seed=10 + k)
+    loop = Loop(str(tmp_path / "ref.toml"), str(tmp_path / "ws"))
+    for g in (0, 1):
+        save_weights(loop.ws.weights(g), init_weights(Net(NetConfig(**TINY_NET)), seed=g + 1), {"step": g})
+    ref = loop.reference_quality(LoopState(generation=1, phase="eval", best="weights/gen-000000.safetensors"))
+    assert ref["reference_positions"] == 48
+    assert 0 <= ref["reference_top1"] <= 1 and 0 <= ref["reference_start_top1"] <= 1
+    assert ref["reference_value_mse"] != ref["reference_start_value_mse"]  # two networks, two figures
+    row = curve_rows([{"generation": 1, **ref}])[0]
+    assert row["reference_value_mse"] == ref["reference_value_mse"]
+    assert row["reference_start_top1"] == ref["reference_start_top1"]
+    plain = Loop(write_cfg(tmp_path, 1), str(tmp_path / "ws2"))
+    assert plain.reference_quality(LoopState(generation=1)) == {}
