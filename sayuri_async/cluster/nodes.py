@@ -71,12 +71,13 @@ def ray_start(args: list[str]) -> list[str]:
 
 WORKER_NICENESS = "RAY_worker_niceness"
 AUTH_MODE = "RAY_AUTH_MODE"
+AUTH_MODE_UNSET = "disabled"  # the mode of every node and driver when the user sets none
 
 
 def use_one_auth_mode() -> None:
     """Give this process (a driver about to ``ray.init(address=...)``) the
     mode ``ray_env`` gives the nodes."""
-    os.environ.setdefault(AUTH_MODE, "disabled")
+    os.environ.setdefault(AUTH_MODE, AUTH_MODE_UNSET)
 
 
 def ray_env() -> dict[str, str]:
@@ -85,7 +86,7 @@ def ray_env() -> dict[str, str]:
     every node (see the vocabulary); what the user sets is kept."""
     env = dict(os.environ)
     env.setdefault(WORKER_NICENESS, str(os.nice(0)))
-    env.setdefault(AUTH_MODE, "disabled")
+    env.setdefault(AUTH_MODE, AUTH_MODE_UNSET)
     return env
 
 

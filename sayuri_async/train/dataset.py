@@ -143,15 +143,9 @@ def rehearsal_positions(window_positions: int, fraction: float) -> int:
 
 def pick_rehearsal(chunks: list[ChunkInfo], want: int, seed: int) -> list[ChunkInfo]:
     """Chunks in an order drawn from ``seed`` until they hold at least
-    ``want`` positions (or all of them)."""
-    picked: list[ChunkInfo] = []
-    have = 0
-    for i in np.random.default_rng([seed, 0x5EE]).permutation(len(chunks)):
-        if have >= want:
-            break
-        picked.append(chunks[int(i)])
-        have += chunks[int(i)].positions
-    return picked
+    ``want`` positions (or all of them): ``select_window`` over a shuffle."""
+    order = np.random.default_rng([seed, 0x5EE]).permutation(len(chunks))
+    return select_window([chunks[int(i)] for i in order], want)
 
 
 # ----------------------------------------------------------------- symmetries
