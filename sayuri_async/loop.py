@@ -299,13 +299,13 @@ class Loop:
         if self.cfg.anchor_games and (not anchor or shutil.which(anchor[0]) is None):
             raise ConfigError(f"{config_path}: [loop] anchor_command {self.cfg.anchor_command!r}: no such program "
                               f"(anchor_games = {self.cfg.anchor_games} needs it; 0 turns the anchor off)")
-        if self.cfg.reference_dir and not any(Path(self.cfg.reference_dir).rglob("*.npz")):
-            raise ConfigError(f"{config_path}: [loop] reference_dir {self.cfg.reference_dir!r}: no chunks (*.npz) "
-                              f"(\"\" measures no reference)")
         d = self.train_cfg.data
-        if d.rehearsal_fraction > 0:  # refused now, not after a generation of self-play
-            from .train.dataset import list_chunks
+        from .train.dataset import list_chunks
 
+        if self.cfg.reference_dir and not list_chunks(self.cfg.reference_dir, d.board_size)[0]:
+            raise ConfigError(f"{config_path}: [loop] reference_dir {self.cfg.reference_dir!r}: no chunks (*.npz) "
+                              f"of board size {d.board_size} (\"\" measures no reference)")
+        if d.rehearsal_fraction > 0:  # refused now, not after a generation of self-play
             if not list_chunks(d.rehearsal_dir, d.board_size)[0]:
                 raise ConfigError(f"{config_path}: [data] rehearsal_dir {d.rehearsal_dir!r}: no chunks (*.npz) of "
                                   f"board size {d.board_size} (rehearsal_fraction = {d.rehearsal_fraction:g} needs "
