@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from sayuri_async.net import shipped
 from sayuri_async import cli
 from sayuri_async.configfile import MAX_CONFIG_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "weights" / "9x9" / "gnugo9c-4x48.safetensors"
+SHIPPED = shipped.SHIPPED[9]
 HUGE = "99999999999999999999999"
 
 # (command up to the option, option, bad values); {name} takes a path from ``files``

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sayuri_async.net import shipped
 from sayuri_async import cli
 from sayuri_async.net.weights import MAX_BLOCKS, MAX_WIDTH, WeightsError, load_weights
 from sayuri_async.sayuri.model import BlockSpec, SayuriConfig
@@ -24,7 +25,7 @@ from sayuri_async.sayuri.weights import (SayuriWeightsError, build_net, import_s
                                          save_imported, struct_of, write_sayuri)
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "weights" / "9x9" / "gnugo9c-4x48.safetensors"
+SHIPPED = shipped.SHIPPED[9]
 SAYURI = SayuriConfig(version=5, channels=8, blocks=[BlockSpec("residual", 0, 4), BlockSpec("bottleneck", 4, 0),
                                                      BlockSpec("nested-bottleneck", 4, 2)],
                       policy_channels=4, value_channels=4)

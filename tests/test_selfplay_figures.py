@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sayuri_async.net import shipped
 from sayuri_async.infer.stats import Counters, Rates, add_efficiency, merge
 from sayuri_async.net.backends import TorchBackend
 from sayuri_async.selfplay.config import SelfplayConfig
@@ -22,8 +23,7 @@ from sayuri_async.selfplay import runner
 from sayuri_async.selfplay.status import EngineSettings, Status
 from sayuri_async.search.mcts import SearchConfig
 
-ROOT = Path(__file__).resolve().parents[1]
-SHIPPED_9X9 = ROOT / "weights" / "9x9" / "gnugo9c-4x48.safetensors"
+SHIPPED_9X9 = shipped.SHIPPED[9]
 
 
 def cpu_cfg(out: Path, **kw) -> SelfplayConfig:
@@ -66,7 +66,7 @@ def test_efficiency_of_a_cpu_net_on_another_board_stays_at_most_100_percent(tmp_
     assert st.device_best > 0.5  # the run's fastest batch, not the slowed start-up figure
     assert 0 < r.device_efficiency <= 1.0
     (eff,) = [w for w in summary_lines(agg, r)[1].split("  ") if w.startswith("device efficiency")]
-    assert 0 < int(eff.split()[-1].rstrip("%")) <= 100
+    assert 0 <= int(eff.split()[-1].rstrip("%")) <= 100  # under 0.5% shows 0% on a loaded machine
 
 
 def test_cpu_rate_measurement_waits_out_slow_first_passes(monkeypatch):
