@@ -78,6 +78,13 @@ def demo_recipe() -> str:
     return recipe.replace("$(BIN)/", ".venv/bin/") + " --no-tui"
 
 
+def test_make_demo_self_plays_the_shipped_network():
+    from sayuri_async.net.shipped import SHIPPED
+
+    weights = re.search(r"--weights (\S+)", demo_recipe()).group(1)
+    assert ROOT / weights == SHIPPED[9]
+
+
 def tiny_configs(dst: Path) -> None:
     shutil.copytree(ROOT / "configs", dst)
     for name, values in TINY_CONFIGS.items():
