@@ -15,29 +15,40 @@
 #                                       the curves and the log to logs/strength/RUN/
 #   tools/strength_run.sh status [RUN]  the loop's process and its last lines
 #
-# RUN is "rehearse" (the default: configs/loop-9x9-rehearse.toml, GNU Go
-# positions rehearsed in every window, runs/strength/rehearse/rehearsal) or
-# "continue" (configs/loop-9x9-continue.toml, self-play data only); both
-# start from weights/9x9/gnugo9c-4x48.safetensors.
+# RUN is one of
+#   rehearse         (the default) configs/loop-9x9-rehearse.toml from
+#                    weights/9x9/gnugo9c-4x48.safetensors, GNU Go positions
+#                    rehearsed in every window (runs/strength/rehearse/rehearsal);
+#   continue         configs/loop-9x9-continue.toml from the same network,
+#                    self-play data only;
+#   distil-continue  configs/loop-9x9-rehearse.toml from the distilled 6b96c
+#                    network (logs/strength/distil/distil-6b96c-s4000.safetensors,
+#                    configs/train-9x9-distil.toml); it rehearses and measures on
+#                    the rehearse run's folders, restored from its packed copy
+#                    when missing.
+# RUN's workspace is runs/strength/RUN, its log runs/strength/RUN.log, its
+# packed copy logs/strength/RUN/.
 #
 # The loop runs from a snapshot of the code (a detached git worktree of HEAD
-# in runs/strength/code, refreshed at each start), so that editing the
+# in runs/strength/code-RUN, refreshed at each start), so that editing the
 # checkout while it runs changes nothing under it: a loop that imports a
 # module lazily would otherwise load a newer version than the rest. (-P keeps
 # the working folder off the import path, so the snapshot is what runs.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${2:-rehearse}
+INIT=weights/9x9/gnugo9c-4x48.safetensors
+NEEDS=
 case "$RUN" in
-  rehearse|continue) ;;
-  *) echo "tools/strength_run.sh: unknown run '$RUN' (rehearse or continue)" >&2; exit 2 ;;
+  rehearse|continue) CONFIG=configs/loop-9x9-$RUN.toml ;;
+  distil-continue) CONFIG=configs/loop-9x9-rehearse.toml; INIT=logs/strength/distil/distil-6b96c-s4000.safetensors
+                   NEEDS=rehearse ;;
+  *) echo "tools/strength_run.sh: unknown run '$RUN' (rehearse, continue or distil-continue)" >&2; exit 2 ;;
 esac
 WS=runs/strength/$RUN
 LOG=runs/strength/$RUN.log
 KEEP=logs/strength/$RUN
-CONFIG=configs/loop-9x9-$RUN.toml
-INIT=weights/9x9/gnugo9c-4x48.safetensors
-CODE=runs/strength/code
+CODE=runs/strength/code-$RUN
 PY=${PY:-.venv/bin/python}
 
 pids() { pgrep -f "sayuri_async loop .*--workspace $WS" || true; }
@@ -45,11 +56,13 @@ pids() { pgrep -f "sayuri_async loop .*--workspace $WS" || true; }
 case "${1:-}" in
   start)
     if [ -n "$(pids)" ]; then echo "already running: $(pids)"; exit 0; fi
-    if [ ! -d "$WS" ] && [ -f "$KEEP/workspace.tar" ]; then
-      mkdir -p "$(dirname "$WS")"
-      tar -xf "$KEEP/workspace.tar" -C "$(dirname "$WS")"
-      echo "restored $WS from $KEEP/workspace.tar"
-    fi
+    for run in $NEEDS $RUN; do
+      if [ ! -d "runs/strength/$run" ] && [ -f "logs/strength/$run/workspace.tar" ]; then
+        mkdir -p runs/strength
+        tar -xf "logs/strength/$run/workspace.tar" -C runs/strength
+        echo "restored runs/strength/$run from logs/strength/$run/workspace.tar"
+      fi
+    done
     mkdir -p "$(dirname "$LOG")"
     [ -f "$LOG" ] || { [ -f "$KEEP/loop.log" ] && cp "$KEEP/loop.log" "$LOG"; } || true
     if [ -d "$CODE" ]; then git -C "$CODE" checkout -q --detach "$(git rev-parse HEAD)"
@@ -69,7 +82,7 @@ case "${1:-}" in
     echo "stopped"
     ;;
   pack)
-    "$0" stop
+    "$0" stop "$RUN"
     mkdir -p "$KEEP"
     tmp="$KEEP/.workspace.tar.tmp"
     tar -cf "$tmp" -C "$(dirname "$WS")" --exclude="$(basename "$WS")/sgf" --exclude="$(basename "$WS")/matches" \
@@ -87,7 +100,7 @@ case "${1:-}" in
     [ -f "$LOG" ] && tail -n 3 "$LOG" | cut -c1-200
     ;;
   *)
-    echo "usage: tools/strength_run.sh start|stop|pack|status [rehearse|continue]" >&2
+    echo "usage: tools/strength_run.sh start|stop|pack|status [rehearse|continue|distil-continue]" >&2
     exit 2
     ;;
 esac
