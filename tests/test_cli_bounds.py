@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from sayuri_async.net import shipped
 from sayuri_async import cli
 from sayuri_async.configfile import MAX_CONFIG_BYTES
+from sayuri_async.net import shipped
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = shipped.SHIPPED[9]

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sayuri_async.net import shipped
 from sayuri_async import cli
+from sayuri_async.net import shipped
 from sayuri_async.net.weights import MAX_BLOCKS, MAX_WIDTH, WeightsError, load_weights
 from sayuri_async.sayuri.model import BlockSpec, SayuriConfig
 from sayuri_async.sayuri.weights import (SayuriWeightsError, build_net, import_sayuri, layers_for, read_sayuri,
