@@ -34,6 +34,8 @@
 # checkout while it runs changes nothing under it: a loop that imports a
 # module lazily would otherwise load a newer version than the rest. (-P keeps
 # the working folder off the import path, so the snapshot is what runs.)
+# THREADS (default 1) sets the loop's torch threads: THREADS=2 gives it both
+# cores of these machines when nothing else needs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${2:-rehearse}
@@ -50,6 +52,7 @@ LOG=runs/strength/$RUN.log
 KEEP=logs/strength/$RUN
 CODE=runs/strength/code-$RUN
 PY=${PY:-.venv/bin/python}
+THREADS=${THREADS:-1}
 
 pids() { pgrep -f "sayuri_async loop .*--workspace $WS" || true; }
 
@@ -68,7 +71,7 @@ case "${1:-}" in
     if [ -d "$CODE" ]; then git -C "$CODE" checkout -q --detach "$(git rev-parse HEAD)"
     else git worktree add -q --detach "$CODE" HEAD; fi
     echo "code: $(git -C "$CODE" log -1 --format='%h %s' | cut -c1-72)"
-    OMP_NUM_THREADS=1 PYTHONPATH="$PWD/$CODE" nohup nice -n 19 "$PY" -P -m sayuri_async loop --init "$INIT" \
+    OMP_NUM_THREADS=$THREADS PYTHONPATH="$PWD/$CODE" nohup nice -n 19 "$PY" -P -m sayuri_async loop --init "$INIT" \
       --config "$CONFIG" --workspace "$WS" >>"$LOG" 2>&1 &
     echo "started: pid $!, log $LOG"
     ;;
