@@ -73,4 +73,6 @@ def test_the_loop_exports_with_its_norm_mode(tmp_path, mode):
         assert torch.all(means == 3.0) and "norms" not in meta
     else:
         assert not torch.any(means == 3.0) and meta["norms"] == "recomputed"
-        assert summary["norm_positions"] == 64 and summary["norm_mean_shift"] > 0
+        # up to 64 positions: two games can be shorter than that
+        assert summary["norm_positions"] == min(64, summary["positions"]) > 0
+        assert summary["norm_mean_shift"] > 0

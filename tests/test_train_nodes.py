@@ -33,6 +33,9 @@ from test_train_launch import write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+# Steps of each job: enough that the job is far from its end when a machine
+# dies after the checkpoint at step 4 (a step takes tens of milliseconds).
+STEPS = 40
 FIGURES = ("step", "samples", "lr", "loss", "policy", "opp_policy", "wdl", "score", "ownership")
 
 
@@ -72,36 +75,50 @@ DRIVER = textwrap.dedent('''\
                 found.append(int(pid))
         return found
 
-    a = machine("a")
-    time.sleep(1.0)
-    b = machine("b")
-    if kill:
-        deadline = time.monotonic() + 400
-        while not any((out / "checkpoints").glob("ckpt-000000004.pt")):
-            assert time.monotonic() < deadline, "no checkpoint at step 4"
-            assert a.poll() is None and b.poll() is None, "a machine ended before the kill"
-            time.sleep(0.1)
-        for pid in processes_of("b"):
+    def kill_all(pids):
+        for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+    a = machine("a")
+    time.sleep(1.0)
+    b = machine("b")
+    late = False
+    if kill:
+        # b's processes are listed while waiting, so that the kill follows the
+        # checkpoint at once: the job's last steps take only a second or so.
+        deadline = time.monotonic() + 400
+        while True:
+            known = processes_of("b")
+            if any((out / "checkpoints").glob("ckpt-000000004.pt")):
+                break
+            assert time.monotonic() < deadline, "no checkpoint at step 4"
+            assert a.poll() is None and b.poll() is None, "a machine ended before the kill"
+            time.sleep(0.05)
+        kill_all(known)
+        kill_all(processes_of("b"))  # any started since the listing
+        late = any((out / "checkpoints").glob(f"ckpt-{int(steps):09d}.pt"))
         b.wait()
         time.sleep(3.0)
         b = machine("b")
-    print(json.dumps({"a": a.wait(timeout=600), "b": b.wait(timeout=600)}))
+    print(json.dumps({"a": a.wait(timeout=600), "b": b.wait(timeout=600), "late": late}))
     ''')
 
 
-def _two_machines(tmp_path: Path, out: Path, steps: int, kill: bool = False) -> dict[str, int]:
+def _two_machines(tmp_path: Path, out: Path, steps: int, kill: bool = False) -> dict:
     config = write_config(tmp_path, out, checkpoint_every=4)
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     cmd = in_namespace(sys.executable, str(driver), str(config), str(out), str(steps), "kill" if kill else "run")
     proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
-    logs = "".join(p.read_text()[-2000:] for p in sorted(tmp_path.glob(f"{out.name}-*.log")))
-    assert proc.returncode == 0, proc.stderr[-3000:] + logs
-    return json.loads(proc.stdout.strip().splitlines()[-1]) | {"logs": logs}
+    # The whole logs to search (a killed machine's peers print long error
+    # traces after the restart message), their tails to show on a failure.
+    texts = [p.read_text() for p in sorted(tmp_path.glob(f"{out.name}-*.log"))]
+    logs, tails = "".join(texts), "".join(t[-2000:] for t in texts)
+    assert proc.returncode == 0, proc.stderr[-3000:] + tails
+    return json.loads(proc.stdout.strip().splitlines()[-1]) | {"logs": logs, "tails": tails}
 
 
 def _rows(run: Path) -> list[dict[str, str]]:
@@ -122,31 +139,32 @@ def test_two_machines_train_as_one_and_a_machine_that_dies_rejoins(tmp_path):
     network at the end as the run never interrupted)."""
     one = tmp_path / "one"
     proc = subprocess.run([sys.executable, "-m", "sayuri_async", "train", "--config",
-                           str(write_config(tmp_path, one, checkpoint_every=4)), "--steps", "12", "--nproc", "2",
+                           str(write_config(tmp_path, one, checkpoint_every=4)), "--steps", str(STEPS), "--nproc", "2",
                            "--no-progress"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     whole = tmp_path / "whole"
-    ended = _two_machines(tmp_path, whole, 12)
-    assert (ended["a"], ended["b"]) == (0, 0), ended["logs"]
-    assert "done: step 12" in ended["logs"] and "this machine's ranks finished" in ended["logs"]
-    state = torch.load(whole / "checkpoints" / "ckpt-000000012.pt", weights_only=True)
+    ended = _two_machines(tmp_path, whole, STEPS)
+    assert (ended["a"], ended["b"]) == (0, 0), ended["tails"]
+    assert f"done: step {STEPS}" in ended["logs"] and "this machine's ranks finished" in ended["logs"]
+    state = torch.load(whole / "checkpoints" / f"ckpt-{STEPS:09d}.pt", weights_only=True)
     assert state["data"]["world"] == 2
     want, got = _rows(one), _rows(whole)
-    assert [r["step"] for r in got] == ["2", "4", "6", "8", "10", "12"]
+    assert [int(r["step"]) for r in got] == list(range(2, STEPS + 1, 2))
     for a, b in zip(want, got):
         assert {k: float(b[k]) for k in FIGURES} == {k: pytest.approx(float(a[k]), rel=1e-4) for k in FIGURES}
 
     cut = tmp_path / "cut"
-    ended = _two_machines(tmp_path, cut, 12, kill=True)
-    assert (ended["a"], ended["b"]) == (0, 0), ended["logs"]
-    assert "starting it again from the last checkpoint" in ended["logs"]
-    want, got = _final(whole, 12), _final(cut, 12)
+    ended = _two_machines(tmp_path, cut, STEPS, kill=True)
+    assert not ended["late"], "the kill came after the job's last checkpoint: nothing was cut"
+    assert (ended["a"], ended["b"]) == (0, 0), ended["tails"]
+    assert "starting it again from the last checkpoint" in ended["logs"], ended["tails"]
+    want, got = _final(whole, STEPS), _final(cut, STEPS)
     assert want.keys() == got.keys()
     for k in want:
         assert torch.allclose(got[k].float(), want[k].float(), rtol=1e-4, atol=1e-6), k
     steps = [int(r["step"]) for r in _rows(cut)]
-    assert steps[-1] == 12 and steps == sorted(set(steps))  # no step logged twice
+    assert steps[-1] == STEPS and steps == sorted(set(steps))  # no step logged twice
 
 @pytest.mark.parametrize("options, says", [
     (["--nnodes", "2"], "--nnodes 2: give --rdzv-endpoint HOST:PORT"),
