@@ -508,9 +508,12 @@ class Loop:
         pos, _ = load_positions(Path(self.cfg.reference_dir), None, 20_000)
         if not len(pos["z"]):
             return {}
-        out = {}
+        start_keys = ("reference_start_value_mse", "reference_start_top1", "reference_start_policy_ce")
+        # generation 0's figures on the same positions, when an earlier generation measured them
+        out = next(({k: s[k] for k in start_keys} for s in st.summaries
+                    if s.get("reference_positions") == len(pos["z"]) and all(k in s for k in start_keys)), {})
         for key, gen in (("reference", st.generation), ("reference_start", 0)):
-            if not self.ws.weights(gen).is_file():
+            if not self.ws.weights(gen).is_file() or f"{key}_value_mse" in out:
                 continue
             f = net_figures(str(self.ws.weights(gen)), pos)
             out.update({f"{key}_value_mse": f["value_mse"], f"{key}_top1": f["top1_played"],

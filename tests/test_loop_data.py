@@ -129,7 +129,8 @@ def test_the_loop_trains_in_two_processes_under_torchrun(tmp_path):
     assert log[0].startswith("step,") and len(log) == 3  # steps 2 and 4, written once (rank 0)
 
 
-def test_reference_figures_measure_each_generation_beside_the_start_on_the_start_networks_data(tmp_path):
+def test_reference_figures_measure_each_generation_beside_the_start_on_the_start_networks_data(tmp_path, monkeypatch):
+    from sayuri_async import value_quality
     from sayuri_async.configfile import ConfigError
 
     (tmp_path / "ref").mkdir()
@@ -149,5 +150,15 @@ def test_reference_figures_measure_each_generation_beside_the_start_on_the_start
     row = curve_rows([{"generation": 1, **ref}])[0]
     assert row["reference_value_mse"] == ref["reference_value_mse"]
     assert row["reference_start_top1"] == ref["reference_start_top1"]
+    # generation 2 measures only itself: generation 0's figures come from the summary of generation 1
+    save_weights(loop.ws.weights(2), init_weights(Net(NetConfig(**TINY_NET)), seed=3), {"step": 2})
+    measured = []
+    real = value_quality.net_figures
+    monkeypatch.setattr(value_quality, "net_figures", lambda path, pos: measured.append(path) or real(path, pos))
+    ref2 = loop.reference_quality(LoopState(generation=2, summaries=[{"generation": 1, **ref}]))
+    assert measured == [str(loop.ws.weights(2))]
+    assert {k: ref2[k] for k in ref2 if k.startswith("reference_start")} == \
+        {k: ref[k] for k in ref if k.startswith("reference_start")}
+    assert ref2["reference_value_mse"] != ref["reference_value_mse"]
     plain = Loop(write_cfg(tmp_path, 1), str(tmp_path / "ws2"))
     assert plain.reference_quality(LoopState(generation=1)) == {}
