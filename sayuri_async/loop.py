@@ -2,19 +2,7 @@
 
 Vocabulary
 ----------
-workspace   the folder that holds a whole run (created on first start):
-              state.json        where the loop is: generation and phase, the
-                                best network, per-generation summaries
-              weights/          gen-000001.safetensors ... (generation 0 is the
-                                random network and has no file, or the
-                                ``--init`` network, gen-000000)
-              data/, sgf/       self-play chunks and games of every generation
-              checkpoints/      the trainer's checkpoints, exports and log
-              logs/             generations.csv (the summary table)
-              matches/          evaluation games (SGF) per generation: gen-000001/, and
-                                gen-000001-<run stamp>/ for each evaluation after a
-                                killed one (whose games stay as they were)
-              STOP              create it to end the loop after the current step
+workspace   the folder that holds a whole run, and its state: ``loop_workspace``.
 generation  g = 1, 2, ...: self-play ``games_per_generation`` games with the
             best network so far (random for g = 1), train until step
             ``g * steps_per_generation`` on the replay window, export
@@ -40,9 +28,13 @@ init        ``--init WEIGHTS`` starts a new workspace from a trained network
             which is imported): it is copied to weights/gen-000000 and is the best network of generation 0, so
             generation 1 self-plays with it and its training starts from its
             parameters ([model] unused). A started workspace keeps its own.
-gating      with ``gating = true`` the new network becomes the best only if it
-            wins at least ``gating_win_rate`` of the evaluation games;
-            otherwise it always does (the evaluation is only reported).
+gating      with ``gating = true`` the new network becomes the best only if
+            it passes the gate against the best network (``gating``):
+            ``gating_rule = "sprt"`` plays rounds of ``eval_round_games``
+            until a sequential test of ``sprt_elo0`` against ``sprt_elo1``
+            decides (refused when ``eval_games`` pass undecided);
+            "win_rate" plays ``eval_games`` and needs ``gating_win_rate``.
+            Without gating it always does (the evaluation is only reported).
 curves      per generation: game length and resignation false positives of
             its self-play, the losses, the win rate against the previous
             best, and (``anchor_games`` > 0) against a fixed GTP anchor with
@@ -58,20 +50,19 @@ import shlex
 import shutil
 import sys
 import time
-import zlib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .configfile import Bad, CommandLine, ConfigError, at_least, check_tables, fill, read_toml, require, within
 from .gating import GateRule
-from .fileio import atomic_path, clean_stale_temps, run_stamp
+from .fileio import atomic_path, run_stamp
 from .killpoint import kill_point
+from .loop_workspace import LoopState, Workspace, whole_positions
 from .loop_stats import ANCHOR_COMMAND, CURVE_COLUMNS, anchor_figures, curve_rows, generation_game_stats, plot_curves
 from .console import console as wide_console
 from .usererror import ArgumentParser, answered, check_device, output_folder, stopped_by
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
-PHASES = ("selfplay", "train", "eval")
 
 
 @dataclass
@@ -132,110 +123,6 @@ class LoopConfig:
                         max_games=self.eval_games)
 
 
-@dataclass
-class LoopState:
-    generation: int = 1
-    phase: str = "selfplay"
-    best: str = "random"  # weights path relative to the workspace, or "random"
-    best_generation: int = 0
-    train_start_step: int = 0
-    train_target: int = 0  # the step this generation trains to (0: generation * steps_per_generation)
-    summaries: list[dict] = field(default_factory=list)
-
-
-class Workspace:
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
-        for sub in ("weights", "data", "holdout", "sgf", "checkpoints", "logs", "matches"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
-
-    @property
-    def state_path(self) -> Path:
-        return self.root / "state.json"
-
-    def load_state(self) -> LoopState:
-        """The saved state (a fresh one without a file); ConfigError naming
-        the file for anything that is not a loop state."""
-        if not self.state_path.exists():
-            return LoopState()
-        try:
-            st = LoopState(**json.loads(self.state_path.read_text()))
-        except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{self.state_path}: not a loop state file ({e})") from None
-        except OSError as e:
-            raise ConfigError(f"{self.state_path}: cannot read ({e.strerror or e})") from None
-        if st.phase not in PHASES:
-            raise ConfigError(f"{self.state_path}: unknown phase {st.phase!r} (expected one of "
-                              f"{', '.join(PHASES)})")
-        if not isinstance(st.generation, int) or st.generation < 1:
-            raise ConfigError(f"{self.state_path}: generation {st.generation!r} is not a whole number from 1")
-        if not isinstance(st.summaries, list) or not all(isinstance(x, dict) and "generation" in x
-                                                         for x in st.summaries):
-            raise ConfigError(f"{self.state_path}: summaries is not a list of per-generation records")
-        return st
-
-    def clean_stale(self) -> list[Path]:
-        """Remove the stale temporaries of killed writes (state, weights, logs, matches)."""
-        folders = [self.root, self.root / "weights", self.root / "logs", *(self.root / "matches").glob("gen-*")]
-        return [p for d in folders for p in clean_stale_temps(d)]
-
-    def save_state(self, st: LoopState) -> None:
-        with atomic_path(self.state_path) as tmp:
-            tmp.write_text(json.dumps(asdict(st), indent=1))
-
-    def weights(self, gen: int) -> Path:
-        return self.root / "weights" / f"gen-{gen:06d}.safetensors"
-
-    def stop_requested(self) -> bool:
-        return (self.root / "STOP").exists()
-
-    def games_in_generation(self, gen: int) -> tuple[int, int]:
-        """(games, positions) already in whole chunks of generation ``gen``,
-        held-out chunks included."""
-        from .chunkfile import ChunkError, generation_glob, peek_chunk
-
-        games = positions = 0
-        for path in [*(self.root / "data").glob(generation_glob(gen)), *self.holdout_chunks(gen)]:
-            try:
-                count, meta = peek_chunk(path)  # sizes checked, nothing decompressed
-                games += int(meta["games"])
-                positions += count
-            except (ChunkError, OSError, ValueError, KeyError, TypeError):
-                continue  # a damaged chunk is the trainer's to skip, not a game to count
-        return games, positions
-
-    def holdout_chunks(self, gen: int) -> list[Path]:
-        """Generation ``gen``'s held-out chunks (sorted by name)."""
-        from .chunkfile import generation_glob
-
-        return sorted((self.root / "holdout").glob(generation_glob(gen)))
-
-    def hold_out(self, gen: int, fraction: float) -> int:
-        """Move the share ``fraction`` of generation ``gen``'s chunks from
-        data/ to holdout/, chosen by a hash of each chunk's name (the same
-        chunks whenever it runs, so a kill between two moves is harmless);
-        returns how many it moved."""
-        from .chunkfile import generation_glob
-
-        moved = 0
-        for path in sorted((self.root / "data").glob(generation_glob(gen))):
-            if held_out(path.name, fraction):
-                path.replace(self.root / "holdout" / path.name)
-                moved += 1
-        return moved
-
-
-def whole_positions(path: Path) -> int:
-    """Positions in a chunk, from its header (0 for a damaged one: the
-    trainer skips it too)."""
-    from .chunkfile import ChunkError, peek_positions
-
-    try:
-        return peek_positions(path)
-    except (ChunkError, OSError, ValueError, KeyError, TypeError):
-        return 0
-
-
 def reuse_figures(new_positions: int, steps: int, batch: int, rehearsal_fraction: float = 0.0) -> dict:
     """The data figures of a generation: ``reuse``, training samples per
     new position (the rehearsed share of the samples, ``[data]
@@ -245,12 +132,6 @@ def reuse_figures(new_positions: int, steps: int, batch: int, rehearsal_fraction
             "reuse": round(samples / new_positions, 2) if new_positions else None,
             "new_positions_per_step": round(new_positions / steps, 1) if steps else None,
             **({"rehearsal_fraction": rehearsal_fraction} if rehearsal_fraction else {})}
-
-
-def held_out(name: str, fraction: float) -> bool:
-    """Whether the chunk ``name`` belongs to the held-out share ``fraction``
-    (a stable hash of the name, not Python's salted ``hash``)."""
-    return zlib.crc32(name.encode()) % 10_000 < round(fraction * 10_000)
 
 
 def load_loop_config(path: str):

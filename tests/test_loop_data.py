@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from sayuri_async.loop import Loop, LoopConfig, LoopState, Workspace, held_out, reuse_figures
+from sayuri_async.loop import Loop, LoopConfig, reuse_figures
+from sayuri_async.loop_workspace import LoopState, Workspace, held_out
 from sayuri_async.loop_stats import CURVE_COLUMNS, curve_rows
 from sayuri_async.net.model import Net, NetConfig, init_weights
 from sayuri_async.net.weights import save_weights
