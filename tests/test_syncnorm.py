@@ -7,7 +7,7 @@ figures differ from the whole batch's (the check can fail). Then a whole
 training run under two ranks with ``sync_norms = true``: the ranks' running
 statistics stay identical, which per-rank batch norms never give.
 
-The ranks are forked processes given torchrun's environment variables, as in
+The ranks are spawned processes given torchrun's environment variables, as in
 ``test_train_ddp.py``.
 """
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _run_ranks(tmp_path: Path, kind: str, sync: bool) -> list[dict]:
     out = tmp_path / f"{kind}-{sync}"
     out.mkdir()
     mp.start_processes(_rank, args=(2, _free_port(), kind, sync, str(out)), nprocs=2, join=True,
-                       start_method="fork")
+                       start_method="spawn")
     return [torch.load(out / f"rank{r}.pt", weights_only=True) for r in range(2)]
 
 
@@ -174,7 +174,7 @@ def test_a_training_run_with_sync_norms_keeps_the_ranks_statistics_identical(tmp
     out = tmp_path / "out"
     out.mkdir()
     mp.start_processes(_train_rank, args=(2, _free_port(), str(data), str(out)), nprocs=2, join=True,
-                       start_method="fork")
+                       start_method="spawn")
     r0, r1 = (json.loads((out / f"rank{r}.json").read_text()) for r in range(2))
     assert any(line.startswith("synchronised batch norms: ") and "over 2 ranks" in line for line in r0["said"])
     assert r0["stats"] and r0["stats"] == r1["stats"]
