@@ -10,7 +10,7 @@
 #                                       step in progress; a kill at any moment is
 #                                       safe too) and wait for it
 #   tools/strength_run.sh pack [RUN]    stop, then pack what a resume needs (state,
-#                                       networks, checkpoints, held-out, window and
+#                                       networks, the newest checkpoint, held-out, window and
 #                                       rehearsal chunks; not the SGF files) and copy
 #                                       the curves and the log to logs/strength/RUN/
 #   tools/strength_run.sh status [RUN]  the loop's process and its last lines
@@ -88,8 +88,13 @@ case "${1:-}" in
     "$0" stop "$RUN"
     mkdir -p "$KEEP"
     tmp="$KEEP/.workspace.tar.tmp"
+    # every training checkpoint but the newest is left out: training resumes from the newest
+    older=()
+    for c in $(ls "$WS"/checkpoints/checkpoints/ckpt-*.pt 2>/dev/null | sort | head -n -1); do
+      older+=(--exclude="$(basename "$WS")/checkpoints/checkpoints/$(basename "$c")")
+    done
     tar -cf "$tmp" -C "$(dirname "$WS")" --exclude="$(basename "$WS")/sgf" --exclude="$(basename "$WS")/matches" \
-      "$(basename "$WS")"
+      "${older[@]}" "$(basename "$WS")"
     mv "$tmp" "$KEEP/workspace.tar"
     for f in logs/generations.csv logs/curves.png state.json; do
       [ -f "$WS/$f" ] && cp "$WS/$f" "$KEEP/$(basename "$f")"
