@@ -389,7 +389,8 @@ class Loop:
         pos, _ = load_positions(Path(self.cfg.reference_dir), None, 20_000)
         if not len(pos["z"]):
             return {}
-        start_keys = ("reference_start_value_mse", "reference_start_top1", "reference_start_policy_ce")
+        names = {"value_mse": "value_mse", "top1": "top1_played", "policy_ce": "policy_ce"}  # ours: net_figures'
+        start_keys = [f"reference_start_{n}" for n in names]
         # generation 0's figures on the same positions, when an earlier generation measured them
         out = next(({k: s[k] for k in start_keys} for s in st.summaries
                     if s.get("reference_positions") == len(pos["z"]) and all(k in s for k in start_keys)), {})
@@ -397,8 +398,7 @@ class Loop:
             if not self.ws.weights(gen).is_file() or f"{key}_value_mse" in out:
                 continue
             f = net_figures(str(self.ws.weights(gen)), pos)
-            out.update({f"{key}_value_mse": f["value_mse"], f"{key}_top1": f["top1_played"],
-                        f"{key}_policy_ce": f["policy_ce"]})
+            out.update({f"{key}_{n}": f[theirs] for n, theirs in names.items()})
         out["reference_positions"] = int(len(pos["z"]))
         self.say(f"generation {st.generation}: on {out['reference_positions']} reference positions value mse "
                  f"{out.get('reference_value_mse', '-')}, played move first {out.get('reference_top1', '-')} "

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from sayuri_async.infer.stats import Counters, Rates, add_efficiency, merge
-from sayuri_async.net.backends import TorchBackend
 from sayuri_async.net import shipped
+from sayuri_async.net.backends import TorchBackend
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.report import (Figures, PlainReporter, aggregate, device_best_of, diagnose, figures,
                                           games_needed, summary_lines)
