@@ -21,11 +21,12 @@
 #                    rehearsed in every window (runs/strength/rehearse/rehearsal);
 #   continue         configs/loop-9x9-continue.toml from the same network,
 #                    self-play data only;
-#   distil-continue  configs/loop-9x9-rehearse.toml from the distilled 6b96c
-#                    network (logs/strength/distil/distil-6b96c-s4000.safetensors,
-#                    configs/train-9x9-distil.toml); it rehearses and measures on
-#                    the rehearse run's folders, restored from its packed copy
-#                    when missing.
+#   distil-continue  configs/loop-9x9-distil-continue.toml from the distilled
+#                    6b96c network (logs/strength/distil/distil-6b96c-s4000.safetensors,
+#                    configs/train-9x9-distil.toml); it rehearses its distillation
+#                    set (runs/strength/distil-continue/rehearsal, packed with the
+#                    workspace) and measures on the rehearse run's reference
+#                    positions, restored from its packed copy when missing.
 # RUN's workspace is runs/strength/RUN, its log runs/strength/RUN.log, its
 # packed copy logs/strength/RUN/.
 #
@@ -43,7 +44,7 @@ INIT=weights/9x9/gnugo9c-4x48.safetensors
 NEEDS=
 case "$RUN" in
   rehearse|continue) CONFIG=configs/loop-9x9-$RUN.toml ;;
-  distil-continue) CONFIG=configs/loop-9x9-rehearse.toml; INIT=logs/strength/distil/distil-6b96c-s4000.safetensors
+  distil-continue) CONFIG=configs/loop-9x9-distil-continue.toml; INIT=logs/strength/distil/distil-6b96c-s4000.safetensors
                    NEEDS=rehearse ;;
   *) echo "tools/strength_run.sh: unknown run '$RUN' (rehearse, continue or distil-continue)" >&2; exit 2 ;;
 esac
