@@ -193,6 +193,23 @@ def test_an_engine_actor_uploads_its_chunks_and_plays_a_published_network(tmp_pa
     assert not [p for p in (tmp_path / "spool").rglob("*.npz")]  # every chunk left the spool
 
 
+@pytest.mark.slow
+def test_an_engine_actor_on_the_device_model_plays_and_follows_no_network(tmp_path):
+    ws = tmp_path / "ws"
+    links = LocalLinks(ws)
+    data = save_net(tmp_path / "net-s000000010.safetensors", 3).read_bytes()
+    links.store.publish("net-s000000010", hashlib.sha256(data).hexdigest(), data)  # not for a modelled device
+    cfg = small_cfg(tmp_path / "ignored", batch_size=4, device="model", device_model="6b96c", board_sizes=[9])
+    actor = EngineActor(cfg, "engine-test-0", "box-1", str(tmp_path / "spool"), poll_s=0.2, links=links)
+    try:
+        wait_for(lambda: links.ingest.written >= 1, 240, "a chunk uploaded", actor)
+    finally:
+        final = actor.stop(timeout_s=120)
+    assert final.engine_error is None and final.network_fetch_error is None and final.generation == 0
+    assert final.engine.network.startswith("random") and final.engine.network_error is None
+    assert not (tmp_path / "spool" / "networks").exists() or not list((tmp_path / "spool" / "networks").iterdir())
+
+
 def engine_of(actor: EngineActor) -> Status:
     """The engine's latest status (an empty one before the first)."""
     return actor.status().engine or Status(t=0.0, elapsed=0.0, loop_cpu_s=0.0, counters=Counters(),
@@ -295,6 +312,61 @@ def test_one_machine_self_play_never_imports_ray(tmp_path):
                  "--no-tui")
     assert r.returncode == 0, r.stderr
     assert "ray imported: False" in r.stdout
+
+
+class DeadActor(Exception):
+    """What ``ray.get`` raises for an engine: its ``__init__`` raised, or its process is restarting."""
+
+    def __init__(self, text: str, init_failed: bool) -> None:
+        super().__init__(text)
+        self.actor_init_failed = init_failed
+
+
+CREATION_ERROR = ("The actor died because of an error raised in its creation task, ray::engine-ab-0:EngineActor.__init__() "
+                  "(pid=1, ip=127.0.0.1)\n  File \"actor.py\", line 194, in __init__\n    self.cfg = replace(cfg)\n"
+                  "           ^^^^^^^^^^^^\nsayuri_async.configfile.Bad: follow_weights: answers as the random network\n")
+
+
+class StatusRef:
+    def __init__(self, answer) -> None:
+        self.answer = answer
+
+
+class FakeEngine:
+    def __init__(self, answer) -> None:
+        self.status = type("Method", (), {"remote": staticmethod(lambda: StatusRef(answer))})()
+
+
+class FakeRay:
+    def wait(self, refs, num_returns, timeout):
+        return refs, []
+
+    def get(self, ref):
+        if isinstance(ref.answer, Exception):
+            raise ref.answer
+        return ref.answer
+
+
+def test_an_engine_that_cannot_start_is_dropped_and_said_and_with_none_left_the_run_ends(tmp_path):
+    from sayuri_async.cluster.fleet import Fleet, FleetSettings
+
+    settings = FleetSettings(workspace=tmp_path / "ws", selfplay=small_cfg(tmp_path / "x"), spool=str(tmp_path / "sp"))
+    out = io.StringIO()
+    fleet = Fleet(settings, FakeRay(), ClusterView(every=1e9, stream=out), say=lambda text: None)
+    restarting = DeadActor("The actor died unexpectedly before finishing this task.", init_failed=False)
+    fleet.engines = {"engine-ab-0": ("ab", FakeEngine(DeadActor(CREATION_ERROR, init_failed=True))),
+                     "engine-ab-1": ("ab", FakeEngine(restarting))}
+    fleet.gather()
+    assert list(fleet.engines) == ["engine-ab-1"]  # a restarting engine stays
+    assert fleet.stop_requested() is None
+    said = out.getvalue()
+    assert "engine engine-ab-0 could not start: sayuri_async.configfile.Bad: follow_weights: answers as the random network" in said
+    assert said.count("could not start") == 1
+
+    fleet.engines["engine-ab-1"] = ("ab", FakeEngine(DeadActor(CREATION_ERROR, init_failed=True)))
+    fleet.gather()
+    assert fleet.engines == {}
+    assert fleet.stop_requested() == "no engine could start: sayuri_async.configfile.Bad: follow_weights: answers as the random network"
 
 
 @pytest.mark.slow

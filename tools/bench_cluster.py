@@ -18,7 +18,11 @@ Both measure the same window: the counters of all engines between
 ``--warmup`` and ``--warmup + --seconds`` (``report.aggregate``), with
 ``chunk_games`` small enough that the data path runs inside the window.
 Both hand their batches to the inference worker's threads, as a real
-network's are (``selfplay_args``).
+network's are (``selfplay_args``). ``--device model`` runs every engine on
+the device model instead (``net/device_model.py``: the forward time of
+``--net`` on an H200 at the padded batch size, waited on a stream thread):
+engines that wait on a device with cores to spare, as on a GPU box. The
+device model takes no weights, so that run measures no publication.
 ``ratio`` is cluster over local for nnEvals/s and games/s (the goal: at
 least 0.95).
 
@@ -82,16 +86,19 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--poll", type=float, default=1.0, help="engines' seconds between looks for a network")
     ap.add_argument("--blocks", type=int, default=6, help="the published network's blocks (default 6)")
     ap.add_argument("--channels", type=int, default=96, help="the published network's channels (default 96)")
+    ap.add_argument("--device", choices=["cpu", "model"], default="cpu",
+                    help="the engines' device: the CPU (the random network) or the device model (default cpu)")
+    ap.add_argument("--net", default="20b256c", help="--device model: the modelled net (default 20b256c)")
     ap.add_argument("--cluster-only", metavar="OUT", help=argparse.SUPPRESS)  # the child inside the namespace
     return ap
 
 
 def selfplay_args(a: argparse.Namespace) -> argparse.Namespace:
-    """``a`` with the settings bench_selfplay.make_cfg reads: the random network on the CPU,
-    its batches handed to the inference worker's threads both ways, as every real network's
+    """``a`` with the settings bench_selfplay.make_cfg reads: the random network on the CPU
+    (or the device model), its batches handed to the inference worker's threads both ways, as every real network's
     are (a cluster engine follows the published networks, so it never runs the random
     network inline on its loop; a local one would, and do less work a batch)."""
-    return argparse.Namespace(**vars(a), device="cpu", weights=None, inline=False, net="", device_table="",
+    return argparse.Namespace(**vars(a), weights=None, inline=False, device_table="",
                               encoder="", batches_in_flight=2, gumbel=False, edge_capacity=0,
                               leaves_per_await=bench_selfplay.SearchConfig().leaves_per_await)
 
@@ -145,7 +152,7 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
         ray.init(address=f"127.0.0.1:{PORT}", namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
         ws = work / "ws"
         settings = FleetSettings(workspace=ws, selfplay=config(a, str(work / "unused"), 1), spool=str(work / "spool"),
-                                 cpu_engines=a.engines, poll_s=a.poll, stop_file=False)
+                                 cpu_engines=a.engines, cpu_device=a.device, poll_s=a.poll, stop_file=False)
         fleet = Fleet(settings, ray, ClusterView(every=1e9, stream=io.StringIO()), say=lambda text: None)
         fleet.start_services()
         fleet.sync_nodes()
@@ -163,10 +170,10 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
         r = window.figures(a.batch_size)
         result = {**{k: r[k] for k in KEYS}, "cpu_cores": window.cpu_share()}
 
-        net = random_network(ws / "weights" / "bench-s000000001.safetensors", a)
+        net = None if a.device == "model" else random_network(ws / "weights" / "bench-s000000001.safetensors", a)
         t0 = time.monotonic()
         publish_s = None
-        while time.monotonic() - t0 < PUBLISH_TIMEOUT_S:
+        while net is not None and time.monotonic() - t0 < PUBLISH_TIMEOUT_S:
             fleet.publish_new()
             sts = statuses()
             if len(sts) == a.engines and all(st.network.split("@")[0] == net.stem for st in sts):
@@ -178,7 +185,7 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
         ingest = final.ingest or IngestStats()
         result.update({
             "bytes/game": ingest.bytes / max(finished, 1), "games_finished": finished,
-            "files": ingest.written, "network_bytes": net.stat().st_size,
+            "files": ingest.written, "network_bytes": None if net is None else net.stat().st_size,
             "publish_s": publish_s,
         })
         out.write_text(json.dumps(result))
@@ -197,6 +204,13 @@ def run_cluster(a: argparse.Namespace, tmp: Path) -> dict:
     if run.returncode != 0 or not out.exists():
         raise SystemExit(f"bench_cluster: the cluster run failed: {run.stderr.strip()[-1500:]}")
     return json.loads(out.read_text())
+
+
+def publication(cluster: dict) -> str:
+    if cluster["network_bytes"] is None:
+        return "no publication (the device model takes no weights)"
+    shown = "never" if cluster["publish_s"] is None else f"in {cluster['publish_s']:.2f} s"
+    return f"network {cluster['network_bytes']} B published {shown}"
 
 
 def pair_cpu(pair: dict, side: str) -> dict[str, float]:
@@ -234,8 +248,7 @@ def main() -> int:
             pairs.append({"local": local, "cluster": cluster, "ratio": ratio})
             print(f"pair {i + 1}: nnEvals/s local {local['nnEvals/s']:.0f} cluster {cluster['nnEvals/s']:.0f} "
                   f"({ratio['nnEvals/s']:.3f})  games/s {local['games/s']:.2f} / {cluster['games/s']:.2f}  "
-                  f"bytes/game {cluster['bytes/game']:.0f}  network {cluster['network_bytes']} B "
-                  f"published in {cluster['publish_s'] if cluster['publish_s'] is None else round(cluster['publish_s'], 2)} s",
+                  f"bytes/game {cluster['bytes/game']:.0f}  " + publication(cluster),
                   flush=True)
             for side in ("local", "cluster"):
                 top = ", ".join(f"{k} {v:.2f}" for k, v in list(pair_cpu(pairs[-1], side).items())[:8])
@@ -243,7 +256,7 @@ def main() -> int:
     evals = [p["ratio"]["nnEvals/s"] for p in pairs]
     games = [p["ratio"]["games/s"] for p in pairs if p["ratio"]["games/s"] is not None]
     print(json.dumps({
-        "engines": a.engines, "board": a.board, "playouts": a.playouts, "parallel_games": a.parallel_games,
+        "engines": a.engines, "device": a.device, "net": a.net if a.device == "model" else None, "board": a.board, "playouts": a.playouts, "parallel_games": a.parallel_games,
         "batch_size": a.batch_size, "seconds": a.seconds, "chunk_games": a.chunk_games, "poll_s": a.poll,
         "ratio_nnEvals/s": sum(evals) / len(evals), "ratio_games/s": sum(games) / len(games) if games else None,
         "pairs": pairs,

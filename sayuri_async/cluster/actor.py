@@ -25,7 +25,9 @@ StoreFollower  ``selfplay/follow.py``'s WeightsFollower asking the store,
             then rename; a copy already there with the right sha256 is used
             as it is) and queues a ``{"network": {"path", "name", "sha256"}}``
             control: the engine swaps between batches, and every game
-            records the networks it was played with.
+            records the networks it was played with. An engine on the device
+            model (``device = "model"``: it answers as the random network and
+            takes no weights) follows nothing.
 ActorStatus  what the driver reads, a picklable record that Ray sends as it
             is: ``node``, ``actor``, ``gpu`` (the GPU ids the engine sees,
             "" on the CPU), ``engine`` (the engine's latest ``Status``, with
@@ -49,6 +51,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..fileio import write_bytes_atomic
+from ..net.device_model import device_index
 from ..net.identity import NetworkId, file_sha256
 from ..selfplay.config import SelfplayConfig
 from ..selfplay.follow import WeightsFollower, one_line
@@ -182,31 +185,35 @@ class EngineActor:
         self.uploader.start()
         networks = Path(spool_root) / NETWORKS
         self.follower = StoreFollower(self.links, networks, poll_s)
+        follows = device_index(cfg.device) is None  # the device model takes no weights
         network: NetworkId | None = None
         weights = cfg.weights
+        found = None
         try:
-            found = self.follower.poll()  # the fleet's network, when one is published, from the first game
+            if follows:
+                found = self.follower.poll()  # the fleet's network, when one is published, from the first game
         except Exception as e:
             self.follower.error = f"network: {one_line(e)}"
-            found = None
         if found is not None:
             weights, network = str(found[0]), found[1]
         self.cfg = replace(cfg, out=str(self.spool.folder), num_games=0, weights=weights or "",
-                           follow_weights=str(networks))
+                           follow_weights=str(networks) if follows else "")
         self.network = network
         self.engine_error: str | None = None
         self.gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "") if self.cfg.device.startswith("cuda") else ""
         self._latest = _Latest()
         self._started = time.time()
         self._thread = threading.Thread(target=self._play, name="engine", daemon=True)
-        self.follower.start()
+        if follows:
+            self.follower.start()
         self._thread.start()
 
     def _play(self) -> None:
         from ..selfplay.runner import run_inprocess
 
         try:
-            run_inprocess(self.cfg, self._latest, network=self.network, follower=self.follower,
+            run_inprocess(self.cfg, self._latest, network=self.network,
+                          follower=self.follower if self.cfg.follow_weights else None,
                           warn=lambda text: None)  # refusals show in the status's network_error
         except BaseException as e:  # the engine's end, said in the status
             self.engine_error = one_line(e)

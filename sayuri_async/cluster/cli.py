@@ -199,9 +199,12 @@ def run(args) -> int:
 
     old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        fleet.run()
+        end = fleet.run()
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
         ray.shutdown()
+    if end.error is not None:
+        print(f"sayuri-async cluster run: {end.error}", file=sys.stderr)
+        return 1
     return 0

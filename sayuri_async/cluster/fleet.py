@@ -5,7 +5,9 @@ Vocabulary
 FleetSettings  what a run needs: the workspace, the engines' self-play
             config, the training config (None: the trainer runs elsewhere and
             only its exports are published), the spool root on each node,
-            engines per GPU (``cfg.procs``) and per GPU-less node.
+            engines per GPU (``cfg.procs``) and per GPU-less node
+            (``cpu_engines``, on ``cpu_device``: the CPU, or ``model``, the
+            device model, to study the cluster's scheduling without a GPU).
 services    Ingest (``ingest.py``) and WeightStore (``store.py``): named,
             detached actors on the driver's node, found again by name when a
             driver restarts (``get_if_exists``).
@@ -17,6 +19,9 @@ engines     one EngineActor (``actor.py``) per engine slot of every alive
             driver looks at ``ray.nodes()`` every ``NODES_EVERY_S``: a node
             that joins gets its engines, one that leaves is reported with
             the games it had in progress (lost) and its engines are dropped.
+            An engine whose construction raised (Ray does not restart it) is
+            dropped and said once with its error's last line; when no engine
+            is left that way, the run ends with that error (``FleetEnd.error``).
 trainer     ``sayuri-async train --follow`` (``--auto-resume``) on the
             workspace as a subprocess of the driver, ending with it; it
             reads ``<workspace>/data``, trains in ``<workspace>/train`` and
@@ -73,6 +78,7 @@ class FleetSettings:
     train_config: str | None = None
     train_args: list[str] = field(default_factory=list)
     cpu_engines: int = 1
+    cpu_device: str = "cpu"  # the engines' device on a node without GPUs: "cpu" or "model"
     poll_s: float = DEFAULT_POLL_S
     stop_file: bool = True
 
@@ -91,6 +97,7 @@ class FleetEnd:
     lost_games: int
     spool_left: int
     generation: int
+    error: str | None = None  # why the run ended by itself: no engine could start, or the trainer's usage error
 
 
 @dataclass
@@ -101,6 +108,13 @@ class Node:
 
     def engine_slots(self, settings: FleetSettings) -> int:
         return self.gpus * settings.selfplay.procs if self.gpus else settings.cpu_engines
+
+
+def creation_error(e: Exception) -> str:
+    """The last line of an actor's creation error: the exception its
+    ``__init__`` raised (Ray's text above it is a traceback)."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip().strip("^~")]
+    return " ".join(lines[-1].split()) if lines else type(e).__name__
 
 
 def alive_nodes(ray) -> dict[str, Node]:
@@ -190,6 +204,7 @@ class Fleet:
         self.published: Candidate | None = None
         self.generation = 0
         self.stop_reason: str | None = None
+        self.engines_failed: str | None = None
         self.trainer = Trainer(settings, say)
         self.ingest = None
         self.store = None
@@ -222,7 +237,7 @@ class Fleet:
                 continue
             self.nodes[node_id] = node
             slots = node.engine_slots(self.settings)
-            cfg = replace(self.settings.selfplay, device="cuda:0" if node.gpus else "cpu",
+            cfg = replace(self.settings.selfplay, device="cuda:0" if node.gpus else self.settings.cpu_device,
                           procs=self.settings.selfplay.procs if node.gpus else max(slots, 1))
             resources = {"num_gpus": 1.0 / self.settings.selfplay.procs} if node.gpus else {}
             if self._engine_class is None:
@@ -278,9 +293,19 @@ class Fleet:
         for ref in ready:
             try:
                 self.latest[refs[ref]] = self.ray.get(ref)
-            except Exception:  # restarting, or its node is leaving: its last status stands
-                pass
+            except Exception as e:  # restarting, or its node is leaving: its last status stands
+                if getattr(e, "actor_init_failed", False):
+                    self._engine_failed(refs[ref], e)
         self.view.update(self.with_figures(), ingest=self._ingest_stats(), generation=self.generation)
+
+    def _engine_failed(self, name: str, e: Exception) -> None:
+        """An engine whose ``__init__`` raised: dropped, said once (see the vocabulary)."""
+        self.engines.pop(name, None)
+        self.latest.pop(name, None)
+        why = creation_error(e)
+        self.view.event(f"engine {name} could not start: {why}")
+        if not self.engines:
+            self.engines_failed = f"no engine could start: {why}"
 
     def with_figures(self) -> list[ActorStatus]:
         """The latest statuses of the engines that have reported figures."""
@@ -298,9 +323,11 @@ class Fleet:
             return self.stop_reason
         if self.settings.stop_file and (self.settings.workspace / "STOP").exists():
             return "STOP file"
-        if self.trainer.fatal is not None:
-            return self.trainer.fatal
-        return None
+        return self.fatal()
+
+    def fatal(self) -> str | None:
+        """Why the run cannot go on by itself, if it cannot."""
+        return self.engines_failed or self.trainer.fatal
 
     def run(self) -> FleetEnd:
         self.start_services()
@@ -338,4 +365,4 @@ class Fleet:
                 self._kill(handle)
         final = self.with_figures()
         self.view.close(final, ingest=ingest, lost_games=self.lost_games, spool_left=left)
-        return FleetEnd(final, ingest, self.lost_games, left, self.generation)
+        return FleetEnd(final, ingest, self.lost_games, left, self.generation, self.fatal())
