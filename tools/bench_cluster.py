@@ -24,7 +24,8 @@ the device model instead (``net/device_model.py``: the forward time of
 engines that wait on a device with cores to spare, as on a GPU box. The
 device model takes no weights, so that run measures no publication.
 ``ratio`` is cluster over local for nnEvals/s and games/s (the goal: at
-least 0.95).
+least 0.95); games/s has none where either side finished fewer than
+``MIN_GAMES`` games in the window (19x19 games need minutes).
 
 Both give ``cpu_cores``: each program's share of one core over the window,
 every process of the machine summed by name (``raylet``, ``gcs_server``,
@@ -68,6 +69,7 @@ from sayuri_async.selfplay.status import Status  # noqa: E402
 PORT = 6412
 STATUS_EVERY_S = 0.5
 PUBLISH_TIMEOUT_S = 300.0
+MIN_GAMES = 20  # games each side finishes in the window for a games/s ratio (19x19 needs minutes)
 KEYS = ("nnEvals/s", "games/s", "playouts/s", "loop_busy", "batch_fill")
 
 
@@ -245,6 +247,8 @@ def main() -> int:
             local = run_local(a, Path(tmp))
             cluster = run_cluster(a, Path(tmp))
             ratio = {k: cluster[k] / local[k] if local[k] else None for k in ("nnEvals/s", "games/s")}
+            if min(local["games/s"], cluster["games/s"]) * a.seconds < MIN_GAMES:
+                ratio["games/s"] = None  # too few games in the window to compare
             pairs.append({"local": local, "cluster": cluster, "ratio": ratio})
             print(f"pair {i + 1}: nnEvals/s local {local['nnEvals/s']:.0f} cluster {cluster['nnEvals/s']:.0f} "
                   f"({ratio['nnEvals/s']:.3f})  games/s {local['games/s']:.2f} / {cluster['games/s']:.2f}  "
@@ -256,8 +260,8 @@ def main() -> int:
     evals = [p["ratio"]["nnEvals/s"] for p in pairs]
     games = [p["ratio"]["games/s"] for p in pairs if p["ratio"]["games/s"] is not None]
     print(json.dumps({
-        "engines": a.engines, "device": a.device, "net": a.net if a.device == "model" else None, "board": a.board, "playouts": a.playouts, "parallel_games": a.parallel_games,
-        "batch_size": a.batch_size, "seconds": a.seconds, "chunk_games": a.chunk_games, "poll_s": a.poll,
+        "engines": a.engines, "device": a.device, "net": a.net if a.device == "model" else None, "board": a.board,
+        "playouts": a.playouts, "parallel_games": a.parallel_games, "batch_size": a.batch_size, "seconds": a.seconds, "chunk_games": a.chunk_games, "poll_s": a.poll,
         "ratio_nnEvals/s": sum(evals) / len(evals), "ratio_games/s": sum(games) / len(games) if games else None,
         "pairs": pairs,
     }))
