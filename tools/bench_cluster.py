@@ -97,8 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def selfplay_args(a: argparse.Namespace) -> argparse.Namespace:
     """``a`` with the settings bench_selfplay.make_cfg reads: the random network on the CPU
-    (or the device model), its batches handed to the inference worker's threads both ways, as every real network's
-    are (a cluster engine follows the published networks, so it never runs the random
+    (or the device model), its batches handed to the inference worker's threads both ways,
+    as every real network's are (a cluster engine follows the published networks, so it never runs the random
     network inline on its loop; a local one would, and do less work a batch)."""
     return argparse.Namespace(**vars(a), weights=None, inline=False, device_table="",
                               encoder="", batches_in_flight=2, gumbel=False, edge_capacity=0,
@@ -261,7 +261,8 @@ def main() -> int:
     games = [p["ratio"]["games/s"] for p in pairs if p["ratio"]["games/s"] is not None]
     print(json.dumps({
         "engines": a.engines, "device": a.device, "net": a.net if a.device == "model" else None, "board": a.board,
-        "playouts": a.playouts, "parallel_games": a.parallel_games, "batch_size": a.batch_size, "seconds": a.seconds, "chunk_games": a.chunk_games, "poll_s": a.poll,
+        "playouts": a.playouts, "parallel_games": a.parallel_games, "batch_size": a.batch_size,
+        "seconds": a.seconds, "chunk_games": a.chunk_games, "poll_s": a.poll,
         "ratio_nnEvals/s": sum(evals) / len(evals), "ratio_games/s": sum(games) / len(games) if games else None,
         "pairs": pairs,
     }))

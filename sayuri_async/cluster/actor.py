@@ -212,8 +212,7 @@ class EngineActor:
         from ..selfplay.runner import run_inprocess
 
         try:
-            run_inprocess(self.cfg, self._latest, network=self.network,
-                          follower=self.follower if self.cfg.follow_weights else None,
+            run_inprocess(self.cfg, self._latest, network=self.network, follower=self.follower,
                           warn=lambda text: None)  # refusals show in the status's network_error
         except BaseException as e:  # the engine's end, said in the status
             self.engine_error = one_line(e)
