@@ -260,3 +260,90 @@ def test_the_live_view_and_the_plain_line_give_the_same_verdict():
         assert tui_text in out.getvalue().splitlines()[-1]
         if not warm:
             assert tui_text.startswith("warming up") and "evals/s" not in out.getvalue()
+
+
+CURVE = {1: 900.0, 2: 1700.0, 4: 3200.0, 8: 6000.0, 16: 11000.0, 32: 20500.0, 64: 26000.0, 128: 27000.0,
+         256: 27100.0}
+
+
+def with_curve(t: float, rates: dict | None = None) -> list[Status]:
+    """A device busy on full batches of 32 whose curve promises more at 64."""
+    s = status(t, 20000, 32, 64, busy=0.9, loop=0.5)
+    s.device_rates = dict(CURVE if rates is None else rates)
+    s.device_best = max(s.device_rates.values(), default=0.0)
+    return [s]
+
+
+def curve_rows(text: str) -> dict[int, str]:
+    """The curve panel's rows by bucket, from the rendered view: each row is
+    '<bucket> <bar> <rate>[ ◀ mark]', found by its eighth-block bar."""
+    import re
+
+    rows = {}
+    for line in text.splitlines():
+        for m in re.finditer(r"(?<!\d)(\d+) ([█▏▎▍▌▋▊▉]*·*) +([\d.]+k?)( ◀ \w+(?: \d+)?)?", line):
+            if m.group(2) and (m.group(4) or m.group(3) in {"900", "1.7k", "3.2k", "6.0k", "11k", "20k", "26k", "27k"}):
+                rows[int(m.group(1))] = m.group(0)
+    return rows
+
+
+def test_view_shows_the_device_curve_with_the_batch_and_the_advice_marked():
+    rep = make()  # 160 x 50
+    feed(rep, with_curve)
+    text = render(rep)
+    assert "raise batch_size to 64" in text
+    assert "device evals/s per batch (1 more)" in text  # 9 buckets, 8 rows: the smallest left out
+    rows = curve_rows(text)
+    assert sorted(rows) == [2, 4, 8, 16, 32, 64, 128, 256]
+    assert rows[32].endswith("20k ◀ now") and rows[64].endswith("26k ◀ advised")
+    assert "◀" not in rows[128] + rows[16]
+    bars = {b: row.split(" ")[1] for b, row in rows.items()}
+    assert bars[256] == "█" * 20  # scaled to the best rate
+    assert bars[32].startswith("█" * 15) and not bars[32].startswith("█" * 16)  # 20.5k / 27.1k of 20 cells
+    assert "flush reasons" in text and "settings (per process)" in text  # still there, under the settings
+
+    # an 80 x 24 terminal: the curve beside throughput, and the keys still at the bottom
+    small = TuiReporter(rep.cfg, console=Console(record=True, width=80, height=24), interactive=False,
+                        probe=GpuProbe(["cpu"]))
+    feed(small, with_curve)
+    small.console.print(small.view(), no_wrap=True, overflow="crop")  # as the live display draws it
+    text = small.console.export_text()
+    lines = text.splitlines()
+    assert len(lines) <= 24 and "selected:" in lines[-1]
+    assert all(len(line) <= 80 for line in lines)
+    rows = curve_rows(text)
+    assert rows[32].endswith("◀ now") and rows[64].endswith("◀ advised") and len(rows) == 7
+    assert any(line.startswith("nnEvals/s") and "   4 █" in line for line in lines)  # side by side
+
+
+def test_the_curve_marks_a_batch_between_buckets_and_is_absent_without_rates():
+    rep = make()
+    feed(rep, lambda t: with_curve(t, {8: 6000.0, 16: 11000.0, 32: 20500.0}))
+    rep.press("b")  # 32 -> 16: a bucket of its own
+    rep.update(with_curve(6.5, {8: 6000.0, 16: 11000.0, 32: 20500.0}))
+    assert curve_rows(render(rep))[16].endswith("◀ now")
+    rep = make()
+    for k in range(1, 13):
+        st = with_curve(k * 0.5, {8: 6000.0, 32: 20500.0})
+        st[0].settings.batch_size = 24
+        rep.update(st)
+    rows = curve_rows(render(rep))
+    assert sorted(rows) == [8, 32] and rows[32].endswith("◀ now 24")
+    rep = make()
+    feed(rep, lambda t: with_curve(t, {}))  # the random network measures nothing
+    text = render(rep)
+    assert "device evals/s per batch" not in text and "flush reasons" in text
+
+
+def test_curve_lines_pick_rows_from_the_current_bucket_up():
+    from sayuri_async.selfplay.curve_view import bucket_of, curve_lines, fine_bar, shown_buckets
+
+    buckets = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    assert shown_buckets(buckets, 16, 4) == [16, 32, 64, 128]
+    assert shown_buckets(buckets, 512, 4) == [128, 256, 512, 1024]  # as far below as the rows above run out
+    assert shown_buckets(buckets[:3], 1, 4) == [1, 2, 4]
+    assert bucket_of({8: 1.0, 32: 1.0}, 9) == 32 and bucket_of({8: 1.0}, 9) is None
+    assert fine_bar(1.0, 4) == "████" and fine_bar(0.0, 4) == "····" and fine_bar(0.5 + 1 / 16, 4) == "██▎·"
+    assert curve_lines({}, 32, 40) == [] and curve_lines({8: 0.0}, 32, 40) == []
+    lines = [t.plain for t in curve_lines({8: 100.0, 16: 200.0}, 16, 40, advised=16)]
+    assert lines[2].endswith("◀ now") and "advised" not in " ".join(lines)  # the advice is the batch itself

@@ -12,9 +12,12 @@ view        ``reporter.view()``: one rich Text, top to bottom: header
             last minute), utilization (GPU busy from our inference worker,
             the driver's utilization and memory through NVML when
             nvidia-ml-py is installed, event-loop busy per process, queue
-            depth and wait), batches (size histogram, flush reasons, settings
-            against the rule of thumb), games in progress, and the keys on
-            the last lines (the rest is cropped to the terminal's height).
+            depth and wait), batches (size histogram, the device's curve of
+            evals/s per batch with the current and the advised batch marked
+            (``curve_view``; beside throughput when the panels stack, absent
+            without measured rates), flush reasons, settings against the rule
+            of thumb), games in progress, and the keys on the last lines (the
+            rest is cropped to the terminal's height).
 GpuProbe    optional NVML reader: driver utilization and memory per CUDA
             device; ``available`` is False (and the view says why) without
             nvidia-ml-py, without a driver, or on the CPU.
@@ -36,7 +39,10 @@ from rich.text import Text
 
 from .config import SelfplayConfig
 from .keys import FIELDS, HELP, KeyHandler, KeyReader
-from .report import LOOP_SATURATED, Figures, History, Window, aggregate, diagnose, games_needed, summary_lines
+from .curve_view import curve_lines
+from .report import (
+    LOOP_SATURATED, Figures, History, Verdict, Window, aggregate, diagnose, games_needed, summary_lines,
+)
 from .status import EngineSettings, Status
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -47,6 +53,8 @@ VERDICT_STYLE = {
     "latency-bound": "yellow", "balanced": "green",
 }
 NARROW = 120  # below this many columns the panels stack
+CURVE_WIDTH = 34  # the device's curve beside throughput when the panels stack
+THROUGHPUT_MIN = 45  # columns throughput needs for its figures and a short sparkline
 
 
 def sparkline(values: list[float], width: int = 24) -> str:
@@ -280,9 +288,16 @@ class TuiReporter:
         """Header, verdict, figures and games, cropped to the console's height
         so that the keys line stays visible at the bottom."""
         w = max(self.console.width, 40)
-        lines = [*self._header(w), *self._verdict(w), Text("")]
+        verdict = diagnose(self.recent, self.settings())
+        lines = [*self._header(w), *self._verdict(w, verdict), Text("")]
         if w < NARROW:
-            lines += self._throughput(w) + [Text("")] + self._utilization(w) + [Text("")]
+            curve = self._curve(CURVE_WIDTH, verdict, rows=7)  # beside throughput's 7 rows
+            if curve and w - CURVE_WIDTH - 1 >= THROUGHPUT_MIN:
+                tw = w - CURVE_WIDTH - 1
+                lines += hjoin([self._throughput(tw), [], curve], [tw, 1, CURVE_WIDTH])
+            else:
+                lines += self._throughput(w) + ([Text(""), *curve] if curve else [])
+            lines += [Text("")] + self._utilization(w) + [Text("")]
             lines += hjoin([self._flush(w // 2), self._settings(w - w // 2)], [w // 2, w - w // 2])
             lines.append(self._hist_line(w))
         else:
@@ -291,7 +306,12 @@ class TuiReporter:
             lines.append(Text(""))
             third = w // 3
             widths = [third, third, w - 2 * third]
-            lines += hjoin([self._hist(third - 2), self._flush(third - 2), self._settings(widths[2])], widths)
+            curve = self._curve(third - 2, verdict)
+            if curve:  # the curve beside the histogram, flush reasons under the settings
+                right = self._settings(widths[2]) + [Text("")] + self._flush(widths[2] - 2)
+                lines += hjoin([self._hist(third - 2), curve, right], widths)
+            else:
+                lines += hjoin([self._hist(third - 2), self._flush(third - 2), self._settings(widths[2])], widths)
         footer = self._footer(w)
         avail = (self.console.height or 50) - len(footer)
         rows = avail - len(lines) - 3
@@ -326,8 +346,7 @@ class TuiReporter:
             return [first + second]
         return [first, second]
 
-    def _verdict(self, w: int) -> list[Text]:
-        v = diagnose(self.recent, self.settings())
+    def _verdict(self, w: int, v: Verdict) -> list[Text]:
         style = VERDICT_STYLE.get(v.kind, "")
         words, out, cur = v.text.split(" "), [], ""
         for word in words:  # wrap by hand, the label only on the first line
@@ -348,7 +367,8 @@ class TuiReporter:
         r, o = self.recent or Figures(), self.overall or Figures()
         b = self.settings().batch_size
         spark_w = max(w - 40, 4)
-        lines = [Text(f"{'throughput':<16}{'now':>11}{'run':>9}   last minute", style="bold")]
+        tail = "last minute" if spark_w >= 11 else "1 min"
+        lines = [Text(f"{'throughput':<16}{'now':>11}{'run':>9}   {tail}", style="bold")]
 
         def row(label: str, now: str, run: str, name: str | None) -> None:
             t = Text(f"{label:<16}{now:>11}{run:>9}   ")
@@ -413,6 +433,12 @@ class TuiReporter:
     def _bins(self) -> list[tuple[str, int]]:
         r = self.recent
         return histogram_bins(r.hist, self.settings().batch_size) if r is not None and not r.warming else []
+
+    def _curve(self, w: int, verdict: Verdict, rows: int = 8) -> list[Text]:
+        """The device's evals/s per bucket (``curve_view``), the current
+        batch and the advised one marked; [] without measured rates."""
+        rates = self.agg.device_rates if self.agg is not None else {}
+        return curve_lines(rates, self.settings().batch_size, w, verdict.advice.get("batch_size"), rows)
 
     def _hist(self, w: int) -> list[Text]:
         bins = self._bins()
