@@ -29,8 +29,10 @@ options   ``from_options(cls, values, options, base)``: a ``cls`` from
           option as typed (``--procs: must be in [1, 256], not 1000000``).
           Every subcommand checks its numeric options this way, through the
           settings dataclass they override (or one of their own).
-reading   ``read_toml`` reads at most ``MAX_CONFIG_BYTES`` (1 MiB; ``--config
-          /dev/zero`` is refused after that much) and turns every way a
+reading   ``read_toml`` opens regular files only (``usererror.not_regular``:
+          a named pipe, whose open waits for a writer, a device, a folder
+          are refused before opening), reads at most ``MAX_CONFIG_BYTES``
+          (1 MiB) and turns every way a
           parse can fail (bad TOML, not UTF-8, tables nested too deeply, an
           integer of more digits than Python converts) into one
           ``ConfigError`` naming the file.
@@ -78,7 +80,7 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from .usererror import UserError
+from .usererror import UserError, not_regular
 
 T = TypeVar("T")
 
@@ -203,6 +205,9 @@ def read_toml(path: str | Path) -> dict:
     """The parsed file; ``ConfigError`` naming ``path`` for every way it can
     fail (see "reading" in the vocabulary)."""
     p = Path(path)
+    kind = not_regular(p)
+    if kind is not None:
+        raise ConfigError(f"{p}: not a config file but {kind}; give a regular file")
     try:
         with open(p, "rb") as f:
             data = f.read(MAX_CONFIG_BYTES + 1)
@@ -286,8 +291,17 @@ def convert(key: str, value: Any, annotation: Any) -> Any:
     return value
 
 
+_KIND_NAMES = {int: "a whole number", float: "a number", str: "a string", bool: "true or false"}
+
+
 def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+    """How an error names what a field takes: "a whole number or 'auto'"."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(t) for t in typing.get_args(tp) if t is not type(None))
+    if origin is Literal:
+        return " or ".join(repr(c) for c in typing.get_args(tp))
+    return _KIND_NAMES.get(tp) or getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
 def fill(cls: type[T], data: dict, source: str, section: str | None = None, base: T | None = None) -> T:

@@ -44,7 +44,12 @@ parser       ``ArgumentParser``: argparse's, except that a mistake on the
 checks       ``input_file``, ``output_file``, ``output_folder`` and
              ``check_device`` raise UserError naming the option, so every
              subcommand checks files, folders and devices the same way
-             before it starts (numbers: ``configfile.at_least``). ``output_file`` and ``output_folder``
+             before it starts (numbers: ``configfile.at_least``). An input
+             must be a regular file: ``not_regular`` says what else a path
+             is (a folder, a named pipe, a device, a socket), checked before
+             it is opened, since opening a named pipe with no writer waits
+             for ever; ``input_file`` and ``configfile.read_toml`` (every
+             ``--config``) both ask it. ``output_file`` and ``output_folder``
              take the command's ``inputs`` and refuse an output that is one
              of them (``same_file``: the same path once links are resolved,
              or the same device and inode, so a hard link or a symlink to
@@ -59,6 +64,7 @@ import logging
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 from collections.abc import Callable
@@ -247,6 +253,24 @@ def answered(command: str) -> Callable[[Callable[..., int]], Callable[..., int]]
 # checks that subcommands run before they start
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def not_regular(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (links
+    followed): "a folder", "a named pipe (FIFO)", "a character device" ...;
+    None for a regular file or a path that does not exist (opening it says
+    so). Only ``stat``: nothing is opened."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
 def input_file(path: str | os.PathLike, option: str, what: str = "file") -> Path:
     """``path`` as a readable regular file, else UserError naming ``option``
     (``""`` for a positional argument: the path alone)."""
@@ -254,8 +278,9 @@ def input_file(path: str | os.PathLike, option: str, what: str = "file") -> Path
     where = f"{option} {p}" if option else str(p)
     if not p.exists():
         raise UserError(f"{where}: no such {what}")
-    if not p.is_file():
-        raise UserError(f"{where}: not a {what} (a folder or a device)")
+    kind = not_regular(p)
+    if kind is not None:
+        raise UserError(f"{where}: not a {what} but {kind}; give a regular file")
     if not os.access(p, os.R_OK):
         raise UserError(f"{where}: cannot be read (permission denied)")
     return p

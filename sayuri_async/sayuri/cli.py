@@ -11,9 +11,13 @@ import-data     ``sayuri-async import-data FILE... -o DIR`` (``data_main``):
                 into our chunks under ``DIR`` for ``sayuri-async train``;
                 ``--config FILE`` reads the options from its ``[import]``
                 table (``data.ImportConfig``), the command line overriding.
-Exit codes (``usererror``): 0 done; 2 a missing or rejected input file, an
-output that cannot be written, a bad option (the message says which); 1 a
-failure while writing.
+                A damaged file, a line longer than ``data.MAX_LINE_BYTES``
+                and an empty file each get a warning line naming the file;
+                the other files are imported.
+Exit codes (``usererror``): 0 done (records imported, warnings or not); 2 a
+missing input file, nothing imported (every file empty or rejected: the line
+``nothing imported`` says so), an output that cannot be written, a bad
+option (the message says which); 1 a failure while writing.
 """
 from __future__ import annotations
 
@@ -113,9 +117,13 @@ def data_main(argv: list[str] | None = None) -> int:
         return 1
     for w in result.warnings:
         print(f"sayuri-async import-data: {w}", file=sys.stderr)
+    if not result.written:  # every file empty or rejected: the inputs held no Sayuri data
+        given = ", ".join(args.files) if len(args.files) <= 3 else f"the {len(args.files)} files given"
+        print(f"sayuri-async import-data: nothing imported: no records read from {given}", file=sys.stderr)
+        return 2
     print(f"wrote {len(result.written)} chunk(s), {result.positions} positions from {result.files} file(s) "
           f"to {out}")
-    return 0 if result.written or not result.warnings else 2  # every file rejected: the inputs were not Sayuri data
+    return 0
 
 
 if __name__ == "__main__":

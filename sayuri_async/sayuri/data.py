@@ -72,6 +72,7 @@ for _i, _c in enumerate(b"ABCDEF"):
     _HEX[_c] = 10 + _i
 _REV4 = np.array([int(f"{v:04b}"[::-1], 2) for v in range(16)] + [0] * 240, np.uint8)  # nibble bits reversed
 _READ_BLOCK = 1 << 20  # bytes read (decompressed) at a time
+MAX_LINE_BYTES = 1 << 20  # the longest line read: a 19x19 record's longest (a policy) is about 2 KB
 _OWN = np.full(256, 127, np.int8)
 _OWN[ord("0")], _OWN[ord("1")], _OWN[ord("2")], _OWN[ord("3")] = 0, 1, 0, -1
 
@@ -185,19 +186,46 @@ def parse_record(lines: list[bytes]) -> Record:
     )
 
 
-def _lines(f: io.BufferedIOBase) -> Iterator[bytes]:
+class LineTooLong(ValueError):
+    """A line longer than ``MAX_LINE_BYTES``: ``number`` counts from 1."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(f"line {number} is longer than {MAX_LINE_BYTES >> 20} MiB (a record's lines "
+                         f"are at most a few KB); not Sayuri training data")
+        self.number = number
+
+
+def _lines(f: io.BufferedIOBase, limit: int | None = None) -> Iterator[bytes]:
     """The lines of ``f`` (each with its newline but the last), read in
-    blocks of ``_READ_BLOCK`` bytes: far fewer calls than ``readline``."""
-    rest = b""
+    blocks of ``_READ_BLOCK`` bytes: far fewer calls than ``readline``. A
+    line is gathered from its blocks once, when it ends, and one longer
+    than ``limit`` (default ``MAX_LINE_BYTES``) raises ``LineTooLong`` as
+    soon as that much of it is read: time and memory stay bounded."""
+    limit = MAX_LINE_BYTES if limit is None else limit
+    pieces: list[bytes] = []  # the unfinished line's blocks
+    held = 0
+    number = 0
     while True:
         block = f.read(_READ_BLOCK)
         if not block:
-            if rest:
-                yield rest
+            if pieces:
+                yield b"".join(pieces)
             return
-        parts = (rest + block).split(b"\n")
-        rest = parts.pop()
+        parts = block.split(b"\n")
+        if len(parts) == 1:  # no line ends in this block
+            pieces.append(block)
+            held += len(block)
+            if held > limit:
+                raise LineTooLong(number + 1)
+            continue
+        pieces.append(parts[0])
+        parts[0] = b"".join(pieces)
+        last = parts.pop()
+        pieces, held = [last], len(last)
         for line in parts:
+            number += 1
+            if len(line) > limit:
+                raise LineTooLong(number)
             yield line + b"\n"
 
 
@@ -221,6 +249,8 @@ def _raw_records(path: str) -> Iterator[tuple[int, list[bytes]]]:
                 lines = [first] + [next(lines_of, b"") for _ in range(RECORD_LINES - 1)]
             except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
                 raise SayuriDataError(f"{path}: record {k}: cannot read: {e}") from e
+            except LineTooLong as e:
+                raise SayuriDataError(f"{path}: record {k}: {e}") from None
             if not lines[-1]:
                 raise SayuriDataError(f"{path}: record {k}: truncated ({sum(1 for x in lines if x)} of "
                                       f"{RECORD_LINES} lines)")
@@ -455,7 +485,8 @@ def convert(paths: list[str], out_dir: str | os.PathLike, generation: int = 0,
     """Convert Sayuri data files into our chunks under ``out_dir``, streaming
     (see ``stream``). Files are taken in the order given, so chunks keep
     their order for the training window. A damaged file adds a warning; its
-    records before the damage are kept, the rest of it is skipped. ``jobs``
+    records before the damage are kept, the rest of it is skipped. An empty
+    file (no record) adds a warning too. ``jobs``
     above 1 parses records in that many processes (``iter_records``); the
     chunks are the same as with one."""
     if chunk_positions < 1:
@@ -502,6 +533,9 @@ def _convert(paths: list[str], out_dir: str | os.PathLike, generation: int, chun
         except SayuriDataError as e:
             result.warnings.append(f"skipping the rest of {e}" + (f" ({kept} records before it kept)"
                                                                    if kept else ""))
+        else:
+            if not kept:
+                result.warnings.append(f"{src}: no records in it (an empty file); nothing imported from it")
         result.files += 1
     for n in sorted(buffers):
         if len(buffers[n]):
