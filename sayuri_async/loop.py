@@ -19,9 +19,13 @@ signals     SIGINT and SIGTERM during self-play stop it cleanly and end the
             number); self-play processes end with the loop even when it
             is killed. Killed temporaries are cleaned at start
             (``fileio.clean_stale_temps``).
-errors      a bad config or state file: one line, exit status 2; a failure
-            during the run (self-play, training, a weights file, the disk):
-            one line, exit status 1.
+errors      a bad config or state file (a best network outside the
+            workspace, missing or cut short included): one line, exit status
+            2; a failure during the run (self-play, training, a weights
+            file, the disk): one line, exit status 1, ending with how the
+            next start goes on (``_what_next``: from the last finished step,
+            but only once there is room on a full disk; nothing about going
+            on where the best network is the trouble).
 init        ``--init WEIGHTS`` starts a new workspace from a trained network
             (e.g. one supervised on ``import-sgf`` or ``import-data`` chunks;
             ours, a Sayuri network's export or import, or Sayuri's own file,
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import errno
 import json
 import shlex
 import shutil
@@ -60,7 +65,7 @@ from .killpoint import kill_point
 from .loop_workspace import LoopState, Workspace, whole_positions
 from .loop_stats import ANCHOR_COMMAND, CURVE_COLUMNS, anchor_figures, curve_rows, generation_game_stats, plot_curves
 from .console import console as wide_console
-from .usererror import ArgumentParser, answered, check_device, output_folder, stopped_by
+from .usererror import ArgumentParser, answered, check_device, message, output_folder, stopped_by
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
 
@@ -468,6 +473,9 @@ class Loop:
     # ---- driver --------------------------------------------------------------
     def run(self) -> int:
         st = self.ws.load_state()
+        problem = self.ws.best_problem(st)
+        if problem is not None:  # every start would fail on it: said once, before any work
+            raise ConfigError(problem)
         for stale in self.ws.clean_stale():
             self.say(f"removed {stale}, the temporary file of a killed write")
         self.say(f"workspace {self.ws.root}: generation {st.generation}, phase {st.phase}, best {st.best}")
@@ -595,6 +603,34 @@ def main(argv: list[str] | None = None) -> int:
     return _run(loop)
 
 
+def _disk_full(e: BaseException) -> bool:
+    """Whether ``e`` (or an error it came from) is a full disk (ENOSPC; a
+    self-play or training process's failure arrives as its text)."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if (isinstance(e, OSError) and e.errno == errno.ENOSPC) or "No space left on device" in str(e):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _what_next(loop: Loop, e: BaseException) -> str:
+    """The end of a failure's line: how the next start goes on. It continues
+    from the last finished step, except where it would fail the same way:
+    the best network missing or damaged (the next start refuses it), or a
+    full disk (it continues once there is room)."""
+    try:
+        problem = loop.ws.best_problem(loop.ws.load_state())
+    except ConfigError as bad:
+        problem = str(bad)
+    if problem is not None:
+        return "" if problem in str(e) else f" ({problem}; the next start stops there too)"
+    if _disk_full(e):
+        return "; the disk is full: free some space, and the next start continues from the last finished step"
+    return "; the next start continues from the last finished step"
+
+
 def _run(loop: Loop) -> int:
     """``loop.run()`` with every error as one line (see the vocabulary)."""
     from .net.weights import WeightsError
@@ -608,9 +644,8 @@ def _run(loop: Loop) -> int:
         print(f"sayuri-async loop: {e}", file=sys.stderr)
         return 2
     except (SelfplayError, WriterError, TrainError, WeightsError, OSError) as e:
-        text = " ".join(str(e).split())
-        print(f"sayuri-async loop: {text}; the next start continues from the last finished step",
-              file=sys.stderr)
+        text = message(e)
+        print(f"sayuri-async loop: {text}{_what_next(loop, e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("sayuri-async loop: interrupted; the next start continues from the last finished step",

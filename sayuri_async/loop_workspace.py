@@ -21,7 +21,14 @@ workspace   the folder that holds a whole run (created on first start):
 state       ``LoopState``: the generation, its phase, the best network, the
             step training reaches this generation, and one summary (a dict
             of figures) per generation; written atomically after every
-            phase, refused with the file's name when it is not a loop state.
+            phase, refused with the file's name when it is not a loop state
+            (JSON nested too deeply included).
+best        "random" or a file of the workspace's weights/ folder, named
+            relative to the workspace (``weights/gen-000003.safetensors``);
+            a state naming any other path (absolute, or with ``..``) is
+            refused, so the loop reads no file outside its workspace.
+            ``best_problem`` says when the best network is missing or not a
+            whole weights file: a start refuses to go on from it.
 phase       "selfplay", "train" or "eval" (``PHASES``).
 held out    a chunk chosen by a stable hash of its name (``held_out``),
             moved from data/ to holdout/ and never trained on.
@@ -67,10 +74,16 @@ class Workspace:
             return LoopState()
         try:
             st = LoopState(**json.loads(self.state_path.read_text()))
-        except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{self.state_path}: not a loop state file ({e})") from None
+        except RecursionError:
+            raise ConfigError(f"{self.state_path}: not a loop state file (JSON nested too deeply)") from None
+        except (ValueError, TypeError) as e:  # bad JSON, not UTF-8, a number of too many digits, not an object
+            raise ConfigError(f"{self.state_path}: not a loop state file ({' '.join(str(e).split())[:200]})") \
+                from None
         except OSError as e:
             raise ConfigError(f"{self.state_path}: cannot read ({e.strerror or e})") from None
+        if not isinstance(st.best, str) or not (st.best == "random" or in_weights_folder(st.best)):
+            raise ConfigError(f"{self.state_path}: best {str(st.best)[:100]!r} is not a network of this workspace "
+                              f"(\"random\" or a file under weights/, named relative to the workspace)")
         if st.phase not in PHASES:
             raise ConfigError(f"{self.state_path}: unknown phase {st.phase!r} (expected one of "
                               f"{', '.join(PHASES)})")
@@ -80,6 +93,23 @@ class Workspace:
                                                          for x in st.summaries):
             raise ConfigError(f"{self.state_path}: summaries is not a list of per-generation records")
         return st
+
+    def best_problem(self, st: LoopState) -> str | None:
+        """None when the best network of ``st`` can be played (the random
+        network, or a whole weights file); else one line naming the file
+        and what is wrong with it."""
+        if st.best == "random":
+            return None
+        from .net.weights import WeightsError, check_whole
+
+        path = self.root / st.best
+        if not path.is_file():
+            return f"{path}: the best network that {self.state_path} names is missing"
+        try:
+            check_whole(path)
+        except WeightsError as e:
+            return f"{e} (the best network that {self.state_path} names)"
+        return None
 
     def clean_stale(self) -> list[Path]:
         """Remove the stale temporaries of killed writes (state, weights, logs, matches)."""
@@ -130,6 +160,14 @@ class Workspace:
                 path.replace(self.root / "holdout" / path.name)
                 moved += 1
         return moved
+
+
+def in_weights_folder(name: str) -> bool:
+    """Whether ``name`` is a file of the workspace's weights/ folder, named
+    relative to the workspace: ``weights/<file>``, no absolute path, no ``..``."""
+    parts = Path(name).parts
+    return (not Path(name).is_absolute() and len(parts) == 2 and parts[0] == "weights"
+            and parts[1] not in (".", ".."))
 
 
 def whole_positions(path: Path) -> int:

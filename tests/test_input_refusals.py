@@ -140,3 +140,103 @@ def test_an_empty_data_file_is_named_in_a_warning(tmp_path, capsys):
     out = capsys.readouterr()
     assert out.err.strip().splitlines()[-1] == f"sayuri-async import-data: nothing imported: no records read from {empty}"
     assert out.out == "" and not list((tmp_path / "d2").glob("*.npz"))
+
+
+# ---------------------------------------------------------------------------
+# the loop's state file
+
+
+def tiny_weights(path: Path, **cfg) -> Path:
+    from sayuri_async.net.model import Net, NetConfig
+    from sayuri_async.net.weights import save_weights
+
+    save_weights(path, Net(NetConfig(**{"blocks": 1, "channels": 8, "policy_channels": 4, "value_channels": 4,
+                                        "value_hidden": 8, **cfg})))
+    return path
+
+
+def loop_start(tmp_path: Path, state: str | None, capsys) -> tuple[int, list[str], Path]:
+    """``loop`` on a workspace whose state.json holds ``state``; the status
+    and the lines on stderr."""
+    from test_loop import write_cfg
+
+    ws = tmp_path / "ws"
+    (ws / "weights").mkdir(parents=True, exist_ok=True)
+    if state is not None:
+        (ws / "state.json").write_text(state)
+    status, lines = run_cli(f"loop --config {write_cfg(tmp_path, 1)} --workspace {ws}", capsys)
+    return status, lines, ws
+
+
+@pytest.mark.parametrize("state, words", [
+    ("[" * 100_000 + "]" * 100_000, ["not a loop state file", "nested too deeply"]),
+    ('{"generation": 2, "best": "/etc/passwd", "best_generation": 1}', ["best '/etc/passwd'",
+                                                                         "not a network of this workspace"]),
+    ('{"generation": 2, "best": "../x.safetensors", "best_generation": 1}', ["best '../x.safetensors'"]),
+    ('{"generation": 2, "best": "weights/../../x", "best_generation": 1}', ["best 'weights/../../x'"]),
+    ('{"generation": 2, "best": 3, "best_generation": 1}', ["best '3'"]),
+], ids=["nested", "absolute", "dotdot", "dotdot-inside", "number"])
+def test_a_bad_state_file_is_one_line_naming_it(state, words, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    status, lines, ws = loop_start(tmp_path, state, capsys)
+    assert status == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"sayuri-async loop: {ws / 'state.json'}: "), lines
+    for w in words:
+        assert w in lines[0], lines
+    assert "next start" not in lines[0]
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_a_missing_or_cut_best_network_is_refused_at_start_without_the_hint(damage, tmp_path, capsys,
+                                                                            monkeypatch):
+    monkeypatch.chdir(ROOT)
+    ws = tmp_path / "ws"
+    best = ws / "weights" / "gen-000001.safetensors"
+    best.parent.mkdir(parents=True)
+    if damage == "truncated":
+        data = tiny_weights(best).read_bytes()
+        best.write_bytes(data[: len(data) - 100])
+    state = '{"generation": 2, "best": "weights/gen-000001.safetensors", "best_generation": 1}'
+    status, lines, _ = loop_start(tmp_path, state, capsys)
+    assert status == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"sayuri-async loop: {best}: "), lines
+    assert ("missing" if damage == "missing" else "truncated") in lines[0] and "state.json" in lines[0], lines
+    assert "continues from the last finished step" not in lines[0]
+    assert not list((ws / "data").glob("*.npz"))  # no work done
+
+
+def test_a_failure_says_how_the_next_start_goes_on(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from sayuri_async import loop as loop_mod
+    from sayuri_async.selfplay.runner import SelfplayError
+    from test_loop import write_cfg
+
+    monkeypatch.chdir(ROOT)
+    ws = tmp_path / "ws"
+    lp = loop_mod.Loop(write_cfg(tmp_path, 1), str(ws))
+
+    def failing(e):
+        def run() -> int:
+            raise e
+        return run
+
+    full = OSError(errno.ENOSPC, "No space left on device", str(ws / "data" / "x.npz"))
+    fuller = "; the disk is full: free some space, and the next start continues from the last finished step"
+    cases = [
+        (SelfplayError("engine 0 died"), "engine 0 died; the next start continues from the last finished step"),
+        (full, f"{ws / 'data' / 'x.npz'}: No space left on device{fuller}"),
+        (SelfplayError("writer: [Errno 28] No space left on device"), f"No space left on device{fuller}"),
+    ]
+    for e, end in cases:
+        monkeypatch.setattr(lp, "run", failing(e))
+        assert loop_mod._run(lp) == 1
+        line = capsys.readouterr().err.strip()
+        assert "\n" not in line and line.startswith("sayuri-async loop: ") and line.endswith(end), line
+    # the best network went missing during the run: no promise that the next start goes on
+    (ws / "state.json").write_text('{"generation": 2, "best": "weights/gen-000001.safetensors", '
+                                   '"best_generation": 1}')
+    monkeypatch.setattr(lp, "run", failing(SelfplayError("engine 0: cannot load the network")))
+    assert loop_mod._run(lp) == 1
+    line = capsys.readouterr().err.strip()
+    assert "continues" not in line and "is missing; the next start stops there too" in line, line

@@ -119,6 +119,29 @@ def read_header(path: str | os.PathLike) -> dict[str, str]:
     return md
 
 
+def check_whole(path: str | os.PathLike) -> None:
+    """WeightsError unless ``path`` is as long as its header says: its
+    tensors' bytes all there (cheap: the header and the file's size only;
+    a file cut short by a full disk or a copy that stopped fails here)."""
+    path = str(path)
+    doc = _header_doc(path)
+    ends = []
+    for name, entry in doc.items():
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) and name != "__metadata__" else [0, 0]
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(x, int) for x in offsets)):
+            raise WeightsError(f"{path}: tensor {name!r} has no data offsets in the header; not a safetensors file")
+        ends.append(offsets[1])
+    try:
+        with open(path, "rb") as f:
+            hlen = int.from_bytes(f.read(8), "little")
+            size = os.fstat(f.fileno()).st_size
+    except OSError as e:
+        raise WeightsError(f"{path}: cannot read: {e.strerror or e}") from None
+    need = 8 + hlen + max(ends, default=0)
+    if size < need:
+        raise WeightsError(f"{path}: truncated ({size} of {need} bytes)")
+
+
 def tensor_table(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
     """Every tensor's name and shape, from the header's JSON alone."""
     path = str(path)
