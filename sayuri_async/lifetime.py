@@ -22,6 +22,13 @@ subprocess  ``end_with_this_process(signum)``: the same kernel request as a
 stop signals  ``stop_on_signals(loop, stop)``: SIGINT and SIGTERM call
               ``stop(signum)`` (a clean stop), through the event loop where it
               can watch signals, else through a plain handler.
+ctrl-c      ``ctrl_c_interrupts()``: inside it SIGINT raises
+              KeyboardInterrupt whatever its disposition was when the process
+              started. A program started in the background by a script (``cmd
+              &`` without job control) begins with SIGINT ignored, and Python
+              then installs no handler of its own; a phase that sets its own
+              handler (self-play's clean stop) would honour Ctrl-C and the
+              next phase, with the ignored disposition put back, would not.
 process tree  ``child_pids``, ``descendant_pids`` and ``pid_running`` read
               Linux's /proc (empty / False elsewhere): what the tests and
               ``tools/kill_runs.py`` use to find a run's processes and check
@@ -37,6 +44,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -97,6 +106,21 @@ def stop_on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[int], None]
             signal.signal(sig, lambda s, _f: loop.call_soon_threadsafe(stop, s))
         except (RuntimeError, ValueError):  # not the main thread
             return
+
+
+@contextmanager
+def ctrl_c_interrupts() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt inside the block (see "ctrl-c"); the
+    disposition found is back afterwards. Off the main thread nothing is
+    touched (no signal is delivered there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old if old is not None else signal.SIG_DFL)
 
 
 def child_pids(pid: int) -> list[int]:

@@ -17,8 +17,13 @@ phase       "selfplay", "train" or "eval"; state.json is rewritten atomically
 signals     SIGINT and SIGTERM during self-play stop it cleanly and end the
             loop after it, with exit status 130 or 143 (128 + the signal's
             number); self-play processes end with the loop even when it
-            is killed. Killed temporaries are cleaned at start
-            (``fileio.clean_stale_temps``).
+            is killed. During training and evaluation they end the loop at
+            once: the step in progress is lost, the line says the next
+            start continues from the last finished step, and the exit
+            status is the same. Ctrl-C works in every phase even for a loop
+            started with SIGINT ignored (a script's background job:
+            ``lifetime.ctrl_c_interrupts``). Killed temporaries are cleaned
+            at start (``fileio.clean_stale_temps``).
 errors      a bad config or state file (a best network outside the
             workspace, missing or cut short included): one line, exit status
             2; a failure during the run (self-play, training, a weights
@@ -62,6 +67,7 @@ from .configfile import Bad, CommandLine, ConfigError, at_least, check_tables, f
 from .gating import GateRule
 from .fileio import atomic_path, run_stamp
 from .killpoint import kill_point
+from .lifetime import ctrl_c_interrupts
 from .loop_workspace import LoopState, Workspace, whole_positions
 from .loop_stats import ANCHOR_COMMAND, CURVE_COLUMNS, anchor_figures, curve_rows, generation_game_stats, plot_curves
 from .console import console as wide_console
@@ -600,7 +606,8 @@ def main(argv: list[str] | None = None) -> int:
         except Bad as e:
             print(f"sayuri-async loop: {e.located(CommandLine(), None)}", file=sys.stderr)
             return 2
-    return _run(loop)
+    with ctrl_c_interrupts():  # every phase, whatever SIGINT's disposition at start (see "signals")
+        return _run(loop)
 
 
 def _disk_full(e: BaseException) -> bool:

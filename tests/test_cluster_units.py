@@ -21,6 +21,7 @@ import pytest
 from sayuri_async.chunkfile import peek_chunk, read_chunk
 from sayuri_async.cluster.actor import ActorStatus, EngineActor
 from sayuri_async.cluster.ingest import EXISTS, WRITTEN, Ingest, IngestStats
+from sayuri_async.cluster.ledger import Done
 from sayuri_async.cluster.nodes import (AUTH_MODE, WORKER_NICENESS, head_command, join_command, mismatch_line, ray_env,
                                         use_one_auth_mode)
 from sayuri_async.cluster.spool import LOCK, Spool, Uploader
@@ -239,8 +240,8 @@ def view_rows_per_node_and_gpu(actor: EngineActor) -> None:
     assert "total: [" in tui_text and "box-2/gpu3" in tui_text and "node box-2 joined" in tui_text, tui_text
     view.update([actor.status()])  # box-2 left: its rows go, the totals start again
     assert set(view.groups) == {"total", "box-1"}
-    view.close([actor.status()], ingest=IngestStats(written=5, duplicates=1, bytes=10), lost_games=2)
-    assert "games lost with nodes that left: 2" in out.getvalue()
+    view.close([actor.status()], ingest=IngestStats(written=5, duplicates=1, bytes=10), done=Done(lost_in_progress=2))
+    assert "games lost with engines that went: 2 (2 in progress, 0 waiting for their chunk)" in out.getvalue()
 
 
 def tui_screen(statuses: list[ActorStatus]) -> str:

@@ -255,6 +255,7 @@ def test_the_writer_process_writes_what_the_writer_on_the_loop_writes(tmp_path):
     there.close()
     assert (there.chunks_written, there.positions_written) == (here.chunks_written, here.positions_written) == (
         3, sum(len(r) for r in recs))
+    assert there.games_written == here.games_written == 5
     names = sorted(p.name for p in (tmp_path / "here" / "data").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "there" / "data").iterdir())
     for name in names:

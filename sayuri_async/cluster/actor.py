@@ -13,6 +13,12 @@ EngineActor  runs the unchanged self-play ``Engine`` on a thread of its own
             ``control(cmd)`` reaches the engine as the TUI's controls do;
             ``stop()`` ends the games in flight, writes them, uploads the
             spool and returns the last status.
+waiting     an engine told to wait (``wait_network``: the fleet's workspace
+            holds a network) starts no game before the fleet's network is
+            published: it asks the store every second and starts on that
+            network, so that a run that continues a network never plays (and
+            never writes) a game of the random one. Its status says
+            ``waiting_network`` meanwhile.
 links       how an actor reaches the fleet's services: ``put(kind, name,
             data)`` (Ingest), ``current()`` and ``fetch(generation)``
             (WeightStore). ``RayLinks`` finds them by name in the cluster;
@@ -25,7 +31,8 @@ StoreFollower  ``selfplay/follow.py``'s WeightsFollower asking the store,
             then rename; a copy already there with the right sha256 is used
             as it is) and queues a ``{"network": {"path", "name", "sha256"}}``
             control: the engine swaps between batches, and every game
-            records the networks it was played with. An engine on the device
+            records the networks it was played with (chunk metadata
+            ``networks`` and ``game_networks``). An engine on the device
             model (``device = "model"``: it answers as the random network and
             takes no weights) follows nothing.
 ActorStatus  what the driver reads, a picklable record that Ray sends as it
@@ -37,7 +44,7 @@ ActorStatus  what the driver reads, a picklable record that Ray sends as it
             ``uploaded``, ``upload_error``, ``engine_error`` (why the engine
             stopped, or None), ``network_fetch_error``, ``playing``,
             ``generation`` (the fleet's network generation this actor last
-            received).
+            received), ``waiting_network`` (see "waiting").
 """
 from __future__ import annotations
 
@@ -58,12 +65,13 @@ from ..selfplay.follow import WeightsFollower, one_line
 from ..selfplay.status import Status
 from . import NAMESPACE
 from .ingest import INGEST_NAME
-from .spool import NETWORKS, Spool, Uploader
+from .spool import NETWORKS, Spool, Uploader, node_spool_root
 from .store import STORE_NAME, Published
 
 DEFAULT_POLL_S = 5.0
 PUT_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 120.0
+WAIT_LOOK_S = 1.0  # how often a waiting engine asks the store (see "waiting")
 
 
 @dataclass
@@ -79,6 +87,7 @@ class ActorStatus:
     network_fetch_error: str | None = None
     playing: bool = False
     generation: int = 0
+    waiting_network: bool = False
 
 
 class Links(Protocol):
@@ -174,43 +183,58 @@ class _Latest:
 class EngineActor:
     """A plain class: the fleet makes it a Ray actor (``ray.remote``)."""
 
-    def __init__(self, cfg: SelfplayConfig, name: str, node: str, spool_root: str,
-                 poll_s: float = DEFAULT_POLL_S, links: Links | None = None) -> None:
+    def __init__(self, cfg: SelfplayConfig, name: str, node: str, spool_root: str | None = None,
+                 poll_s: float = DEFAULT_POLL_S, links: Links | None = None, wait_network: bool = False) -> None:
         self.name = name
         self.node = node
         self.links = links if links is not None else RayLinks()
-        self.spool = Spool(spool_root, name)
+        root = Path(spool_root) if spool_root else node_spool_root()  # this node's own temporary folder
+        self.spool = Spool(root, name)
         self.uploader = Uploader(self.spool, self.links.put)
         self.uploader.upload_pass()  # leftovers of an earlier life go first
         self.uploader.start()
-        networks = Path(spool_root) / NETWORKS
+        networks = root / NETWORKS
         self.follower = StoreFollower(self.links, networks, poll_s)
-        follows = device_index(cfg.device) is None  # the device model takes no weights
-        network: NetworkId | None = None
-        weights = cfg.weights
-        found = None
-        try:
-            if follows:
-                found = self.follower.poll()  # the fleet's network, when one is published, from the first game
-        except Exception as e:
-            self.follower.error = f"network: {one_line(e)}"
-        if found is not None:
-            weights, network = str(found[0]), found[1]
-        self.cfg = replace(cfg, out=str(self.spool.folder), num_games=0, weights=weights or "",
-                           follow_weights=str(networks) if follows else "")
-        self.network = network
+        self.follows = device_index(cfg.device) is None  # the device model takes no weights
+        self.network: NetworkId | None = None
+        self.cfg = replace(cfg, out=str(self.spool.folder), num_games=0, weights=cfg.weights or "",
+                           follow_weights=str(networks) if self.follows else "")
+        self.wait_network = wait_network and self.follows
         self.engine_error: str | None = None
         self.gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "") if self.cfg.device.startswith("cuda") else ""
         self._latest = _Latest()
         self._started = time.time()
+        self._stopping = threading.Event()
+        if self.follows:
+            self._look()  # the fleet's network, when one is published, from the first game
         self._thread = threading.Thread(target=self._play, name="engine", daemon=True)
-        if follows:
-            self.follower.start()
         self._thread.start()
+
+    def _look(self) -> bool:
+        """Ask the store once; True once the engine has the fleet's network."""
+        try:
+            found = self.follower.poll()
+        except Exception as e:
+            self.follower.error = f"network: {one_line(e)}"
+            return False
+        if found is not None:
+            self.cfg = replace(self.cfg, weights=str(found[0]))
+            self.network = found[1]
+        return self.network is not None
+
+    def waiting(self) -> bool:
+        """Whether the engine still waits for the fleet's network (see "waiting")."""
+        return self.wait_network and self.network is None
 
     def _play(self) -> None:
         from ..selfplay.runner import run_inprocess
 
+        while self.waiting() and not self._stopping.wait(WAIT_LOOK_S):
+            self._look()
+        if self._stopping.is_set() and self.waiting():
+            return  # stopped before the network came: no game to play
+        if self.follows:
+            self.follower.start()
         try:
             run_inprocess(self.cfg, self._latest, network=self.network, follower=self.follower,
                           warn=lambda text: None)  # refusals show in the status's network_error
@@ -224,8 +248,8 @@ class EngineActor:
             engine=None if st is None else replace(st, node=self.node),
             spool_files=self.uploader.pending(), uploaded=self.uploader.uploaded,
             upload_error=self.uploader.error, engine_error=self.engine_error,
-            network_fetch_error=self.follower.error, playing=self._thread.is_alive(),
-            generation=self.follower.generation,
+            network_fetch_error=self.follower.error, playing=self._thread.is_alive() and not self.waiting(),
+            generation=self.follower.generation, waiting_network=self.waiting(),
         )
 
     def control(self, cmd: dict) -> None:
@@ -233,6 +257,7 @@ class EngineActor:
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> ActorStatus:
         """End the games in flight, write and upload them (see the vocabulary)."""
+        self._stopping.set()
         self._latest.controls.put({"stop": True})
         self._thread.join(timeout=timeout_s)
         self.follower.stop()

@@ -21,7 +21,6 @@ import shlex
 import signal
 import socket
 import sys
-import tempfile
 from pathlib import Path
 
 from dataclasses import dataclass
@@ -72,10 +71,6 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
                         "is `sayuri-async cluster head` running on that machine?") from None
 
 
-def default_spool() -> str:
-    return str(Path(tempfile.gettempdir()) / "sayuri-async-spool")
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="sayuri-async cluster", description="Self-play on a Ray cluster feeding one trainer.")
     sub = p.add_subparsers(dest="action", required=True, metavar="{head,join,run}")
@@ -99,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--train-args", default="", metavar="ARGS",
                    help="more options for the trainer, in one string, e.g. \"--steps 100000 --follow-reuse 2 "
                         "--nproc 8\" (the fleet sets --config, --data, --out, --follow, --auto-resume, --publish)")
-    r.add_argument("--spool", help=f"each node's local folder for finished files (default {default_spool()})")
+    r.add_argument("--spool", help="each node's local folder for finished files (default: sayuri-async-spool in the "
+                                   "temporary folder of each node: its RAY_TMPDIR, else TMPDIR, else /tmp)")
     r.add_argument("--cpu-engines", type=int, default=1, help="engines on a node without GPUs (default 1)")
     r.add_argument("--poll", type=float, default=5.0, help="seconds between engines' looks for a new network")
     r.add_argument("--view-every", type=float, default=5.0, help="seconds between blocks of the plain view")
@@ -175,7 +171,7 @@ def run(args) -> int:
     from .fleet import Fleet, FleetSettings
     from .view import ClusterView
 
-    settings = FleetSettings(workspace=Path(args.workspace), selfplay=cfg, spool=args.spool or default_spool(),
+    settings = FleetSettings(workspace=Path(args.workspace), selfplay=cfg, spool=args.spool,
                              train_config=args.train_config, train_args=train_args(args),
                              cpu_engines=args.cpu_engines, poll_s=args.poll)
     if not args.no_tui and sys.stdout.isatty():

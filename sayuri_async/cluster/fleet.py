@@ -4,7 +4,8 @@ Vocabulary
 ----------
 FleetSettings  what a run needs: the workspace, the engines' self-play
             config, the training config (None: the trainer runs elsewhere and
-            only its exports are published), the spool root on each node,
+            only its exports are published), the spool root on each node
+            (None: each node's own temporary folder, ``spool.py``),
             engines per GPU (``cfg.procs``) and per GPU-less node
             (``cpu_engines``, on ``cpu_device``: the CPU, or ``model``, the
             device model, to study the cluster's scheduling without a GPU).
@@ -18,7 +19,8 @@ engines     one EngineActor (``actor.py``) per engine slot of every alive
             process dies (``max_restarts=-1``), pinned to their node. The
             driver looks at ``ray.nodes()`` every ``NODES_EVERY_S``: a node
             that joins gets its engines, one that leaves is reported with
-            the games it had in progress (lost) and its engines are dropped.
+            the games it lost (``ledger.py``: in progress, and finished but
+            waiting for their chunk) and its engines are dropped.
             An engine whose construction raised (Ray does not restart it) is
             dropped and said once with its error's last line; when no engine
             is left that way, the run ends with that error (``FleetEnd.error``).
@@ -28,15 +30,24 @@ trainer     ``sayuri-async train --follow`` (``--auto-resume``) on the
             publishes its exports into ``<workspace>/weights``. It is started
             again when it fails; a usage error (exit 2) ends the run; once it
             ends by itself (its ``--steps`` reached) self-play goes on.
-publication every ``PUBLISH_EVERY_S`` the newest good file of
-            ``<workspace>/weights`` (``selfplay/follow.py``'s rule and check)
-            goes to WeightStore, which the engines poll; a store that Ray
-            restarted (empty) gets it again.
+publication the newest good file of ``<workspace>/weights`` goes to
+            WeightStore, which the engines poll, from a thread of the driver
+            (``publisher.py``): the view goes on while a network is checked
+            and loaded. When the workspace holds a network at the start, the
+            run continues it: the engines wait for its publication and play
+            no game of the random network (``actor.py``, "waiting"). A run
+            that starts from nothing (no network in the workspace, none in
+            the self-play config) says so in one line.
 stop        SIGINT, SIGTERM or a file ``<workspace>/STOP``: the trainer is
             stopped, every engine ends its games in flight and uploads its
             spool, then the fleet's actors are ended. Only whole files are
-            left, on the nodes and in the workspace. ``run()`` returns a
-            ``FleetEnd``.
+            left, on the nodes and in the workspace. The STOP file is removed
+            when the run ends; one there at the start (a stop request that no
+            run took) refuses the start in one line that names it. ``run()``
+            returns a ``FleetEnd``.
+totals      the ``Ledger`` (``ledger.py``) keeps what the engines that are
+            gone did, so that the view's totals and the summary count every
+            game of the run.
 statuses    each engine's latest ``ActorStatus`` (``actor.py``), sent by Ray
             pickled as it is; the view gets those with figures
             (``with_figures``).
@@ -52,17 +63,17 @@ from pathlib import Path
 from typing import Callable
 
 from ..lifetime import end_with_this_process
-from ..net.identity import network_name
 from ..selfplay.config import SelfplayConfig
-from ..selfplay.follow import Candidate, check_weights, newest_weights, one_line
+from ..usererror import UserError
 from . import NAMESPACE
 from .actor import DEFAULT_POLL_S, STOP_TIMEOUT_S, ActorStatus, EngineActor
 from .ingest import INGEST_NAME, Ingest, IngestStats
+from .ledger import Ledger
+from .publisher import Publisher, RayStore, holds_networks
 from .store import STORE_NAME, WeightStore
 from .view import ClusterView
 
 NODES_EVERY_S = 2.0
-PUBLISH_EVERY_S = 2.0
 STATUS_EVERY_S = 1.0
 STATUS_WAIT_S = 2.0
 TRAINER_RESTART_S = 5.0
@@ -74,7 +85,7 @@ Say = Callable[[str], None]
 class FleetSettings:
     workspace: Path
     selfplay: SelfplayConfig
-    spool: str
+    spool: str | None = None  # None: each node's own temporary folder
     train_config: str | None = None
     train_args: list[str] = field(default_factory=list)
     cpu_engines: int = 1
@@ -85,6 +96,10 @@ class FleetSettings:
     @property
     def weights(self) -> Path:
         return self.workspace / "weights"
+
+    @property
+    def stop_path(self) -> Path:
+        return self.workspace / "STOP"
 
 
 @dataclass
@@ -200,9 +215,9 @@ class Fleet:
         self.nodes: dict[str, Node] = {}
         self.engines: dict[str, tuple[str, object]] = {}  # actor name -> (node id, handle)
         self.latest: dict[str, ActorStatus] = {}  # actor name -> its latest status
-        self.lost_games = 0
-        self.published: Candidate | None = None
-        self.generation = 0
+        self.ledger = Ledger()
+        self.publisher: Publisher | None = None
+        self.wait_network = False  # the run continues the workspace's network (see "publication")
         self.stop_reason: str | None = None
         self.engines_failed: str | None = None
         self.trainer = Trainer(settings, say)
@@ -224,6 +239,15 @@ class Fleet:
             str(self.settings.workspace.resolve()))
         self.store = self.ray.remote(WeightStore).options(name=STORE_NAME, **common).remote()
         self.ray.get([self.ingest.stats.remote(), self.store.current.remote()])
+        self.publisher = Publisher(self.settings.weights, RayStore(self.ray, self.store))
+        self.wait_network = holds_networks(self.settings.weights)
+        if not self.wait_network and not self.settings.selfplay.weights:
+            self.view.event(f"starting from nothing: no network in {self.settings.weights} and none in the "
+                            "self-play config; the engines play the random network until one is published")
+
+    @property
+    def generation(self) -> int:
+        return self.publisher.generation if self.publisher is not None else 0
 
     # ---- nodes and engines -------------------------------------------------
     def sync_nodes(self) -> None:
@@ -248,20 +272,23 @@ class Fleet:
                 handle = cls.options(name=name, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
                                      max_restarts=-1, num_cpus=1, **resources,
                                      scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)
-                                     ).remote(cfg, name, node.label, self.settings.spool, self.settings.poll_s)
+                                     ).remote(cfg, name, node.label, self.settings.spool, self.settings.poll_s,
+                                              wait_network=self.wait_network)
                 self.engines[name] = (node_id, handle)
             self.view.event(f"node {node.label} joined: {slots} engine(s)"
                             + (f" on {node.gpus} GPU(s)" if node.gpus else " on the CPU"))
 
     def _node_left(self, node: Node) -> None:
-        lost = 0
+        before = (self.ledger.done.lost_in_progress, self.ledger.done.lost_waiting)
         for name in [n for n, (nid, _) in self.engines.items() if nid == node.node_id]:
             _, handle = self.engines.pop(name)
-            st = self.latest.pop(name, None)
-            lost += len(st.engine.games) if st is not None and st.engine is not None else 0
+            self.latest.pop(name, None)
+            self.ledger.gone(name)
             self._kill(handle)
-        self.lost_games += lost
-        self.view.event(f"node {node.label} left: {lost} game(s) in progress lost")
+        live = self.ledger.done.lost_in_progress - before[0]
+        waiting = self.ledger.done.lost_waiting - before[1]
+        self.view.event(f"node {node.label} left: {live + waiting} game(s) lost ({live} in progress, {waiting} "
+                        "finished waiting for their chunk; their SGF files are kept)")
 
     def _kill(self, handle) -> None:
         try:
@@ -270,21 +297,10 @@ class Fleet:
             pass
 
     # ---- publication --------------------------------------------------------
-    def publish_new(self) -> None:
-        if self.published is not None and self.ray.get(self.store.current.remote()) is None:
-            self.published = None  # the store was restarted empty: publish the newest again
-        cand = newest_weights(self.settings.weights)
-        if cand is None or cand == self.published:
-            return
-        self.published = cand
-        try:
-            network = check_weights(cand.path)
-            data = cand.path.read_bytes()
-        except Exception as e:  # a copy in progress, a damaged file: the engines keep their network
-            self.view.event(f"refused {cand.path.name}: {one_line(e)}")
-            return
-        self.generation = self.ray.get(self.store.publish.remote(network_name(cand.path), network.sha256, data))
-        self.view.event(f"published {network.label} as generation {self.generation}")
+    def publish_events(self) -> None:
+        """Say what the publisher's thread did since the last look."""
+        for text in self.publisher.events() if self.publisher is not None else []:
+            self.view.event(text)
 
     # ---- statuses -------------------------------------------------------------
     def gather(self) -> None:
@@ -292,11 +308,15 @@ class Fleet:
         ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=STATUS_WAIT_S) if refs else ([], [])
         for ref in ready:
             try:
-                self.latest[refs[ref]] = self.ray.get(ref)
+                st = self.latest[refs[ref]] = self.ray.get(ref)
             except Exception as e:  # restarting, or its node is leaving: its last status stands
                 if getattr(e, "actor_init_failed", False):
                     self._engine_failed(refs[ref], e)
-        self.view.update(self.with_figures(), ingest=self._ingest_stats(), generation=self.generation)
+                continue
+            self.ledger.note(refs[ref], st.engine)
+        waiting = sum(st.waiting_network for st in self.latest.values())
+        self.view.update(self.with_figures(), ingest=self._ingest_stats(), generation=self.generation,
+                         done=self.ledger.done, waiting=waiting)
 
     def _engine_failed(self, name: str, e: Exception) -> None:
         """An engine whose ``__init__`` raised: dropped, said once (see the vocabulary)."""
@@ -321,7 +341,7 @@ class Fleet:
     def stop_requested(self) -> str | None:
         if self.stop_reason is not None:
             return self.stop_reason
-        if self.settings.stop_file and (self.settings.workspace / "STOP").exists():
+        if self.settings.stop_file and self.settings.stop_path.exists():
             return "STOP file"
         return self.fatal()
 
@@ -329,17 +349,23 @@ class Fleet:
         """Why the run cannot go on by itself, if it cannot."""
         return self.engines_failed or self.trainer.fatal
 
+    def check_stop_file(self) -> None:
+        """UserError when a STOP file is there before the run (see "stop")."""
+        if self.settings.stop_file and self.settings.stop_path.exists():
+            raise UserError(f"{self.settings.stop_path} is there from before (a stop request no run took): "
+                            "remove it to start the fleet")
+
     def run(self) -> FleetEnd:
+        self.check_stop_file()
         self.start_services()
-        due = {"nodes": 0.0, "publish": 0.0, "status": 0.0}
+        self.publisher.start()
+        due = {"nodes": 0.0, "status": 0.0}
         while (reason := self.stop_requested()) is None:
             now = time.monotonic()
             if now >= due["nodes"]:
                 self.sync_nodes()
                 due["nodes"] = now + NODES_EVERY_S
-            if now >= due["publish"]:
-                self.publish_new()
-                due["publish"] = now + PUBLISH_EVERY_S
+            self.publish_events()
             self.trainer.check()
             if now >= due["status"]:
                 self.gather()
@@ -350,19 +376,30 @@ class Fleet:
 
     def shutdown(self) -> FleetEnd:
         self.trainer.stop()
+        if self.publisher is not None:
+            self.publisher.stop()
+            self.publish_events()
         refs = {h.stop.remote(): name for name, (_, h) in self.engines.items()}
         ready, _ = (self.ray.wait(list(refs), num_returns=len(refs), timeout=STOP_TIMEOUT_S + 30)
                     if refs else ([], []))
         for ref in ready:
             try:
-                self.latest[refs[ref]] = self.ray.get(ref)
+                st = self.latest[refs[ref]] = self.ray.get(ref)
             except Exception:
-                pass
+                continue
+            self.ledger.note(refs[ref], st.engine)
         left = sum(st.spool_files for st in self.latest.values())
         ingest = self._ingest_stats()
         for handle in [h for _, h in self.engines.values()] + [self.ingest, self.store]:
             if handle is not None:
                 self._kill(handle)
         final = self.with_figures()
-        self.view.close(final, ingest=ingest, lost_games=self.lost_games, spool_left=left)
-        return FleetEnd(final, ingest, self.lost_games, left, self.generation, self.fatal())
+        self.view.close(final, ingest=ingest, done=self.ledger.done, spool_left=left)
+        self.remove_stop_file()
+        return FleetEnd(final, ingest, self.ledger.done.lost, left, self.generation, self.fatal())
+
+    def remove_stop_file(self) -> None:
+        """The run ended: its STOP file, if any, goes (see "stop")."""
+        if self.settings.stop_file and self.settings.stop_path.exists():
+            self.settings.stop_path.unlink(missing_ok=True)
+            self.say(f"removed {self.settings.stop_path}")

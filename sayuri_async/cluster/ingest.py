@@ -14,7 +14,9 @@ kind        ``data`` (chunks, what the trainer reads) or ``sgf`` (game
 answer      ``WRITTEN`` or ``EXISTS``; either one acknowledges the file, and
             the engine deletes its spool copy only then.
 counts      ``stats()``: an ``IngestStats`` of files written, duplicates
-            refused and bytes written.
+            refused, bytes written, and the chunks written with their games
+            (each chunk's ``games``, read from its header once it is on
+            disk): the games this run put into the workspace.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..chunkfile import ChunkError, peek_chunk
 from ..fileio import NameTaken, clean_stale_temps, write_bytes_atomic
 
 INGEST_NAME = "ingest"
@@ -35,6 +38,8 @@ class IngestStats:
     written: int = 0
     duplicates: int = 0
     bytes: int = 0
+    chunks: int = 0
+    games: int = 0  # in the chunks written
 
 
 class Ingest:
@@ -48,6 +53,8 @@ class Ingest:
         self.written = 0
         self.duplicates = 0
         self.bytes_written = 0
+        self.chunks = 0
+        self.games = 0
 
     def put(self, kind: str, name: str, data: bytes) -> str:
         if kind not in KINDS or not _NAME.match(name) or name.endswith(".tmp"):
@@ -63,7 +70,17 @@ class Ingest:
             return EXISTS
         self.written += 1
         self.bytes_written += len(data)
+        if kind == "data":
+            self._count_games(target)
         return WRITTEN
 
+    def _count_games(self, path: Path) -> None:
+        try:
+            games = int(peek_chunk(path)[1].get("games", 0))
+        except (ChunkError, TypeError, ValueError):  # not a chunk: the trainer skips it with a warning
+            return
+        self.chunks += 1
+        self.games += games
+
     def stats(self) -> IngestStats:
-        return IngestStats(self.written, self.duplicates, self.bytes_written)
+        return IngestStats(self.written, self.duplicates, self.bytes_written, self.chunks, self.games)

@@ -2,6 +2,11 @@
 
 Vocabulary
 ----------
+spool root  ``--spool`` when given, else ``node_spool_root()``: the folder
+            ``sayuri-async-spool`` in the temporary folder of the node where
+            the engine runs (its ``RAY_TMPDIR``, else its ``TMPDIR``, else
+            ``/tmp``: what ``cluster head`` or ``cluster join`` was started
+            with), never a path of the driver's machine.
 spool       ``<spool root>/<actor name>/``, on the node's own disk: the
             engine writes its chunks (``data/``) and game records (``sgf/``)
             there, as ``selfplay`` writes into ``--out``. A finished file is
@@ -26,6 +31,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -37,7 +43,15 @@ from .ingest import KINDS
 
 NETWORKS = "networks"
 LOCK = ".lock"
+SPOOL_FOLDER = "sayuri-async-spool"
 Put = Callable[[str, str, bytes], str]
+
+
+def node_spool_root() -> Path:
+    """This node's default spool root (see the vocabulary); Ray's worker
+    processes inherit the environment of the node's ``ray start``."""
+    tmp = os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()
+    return Path(tmp) / SPOOL_FOLDER
 
 
 def _take_lock(folder: Path) -> int | None:

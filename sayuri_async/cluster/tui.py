@@ -4,9 +4,11 @@ Vocabulary
 ----------
 ClusterTui  a ClusterView (``view.py``) that redraws one screen about every
             second instead of printing blocks: the fleet line, the totals
-            line with the one-machine verdict, a table of one row per node
-            and per GPU (``ROW_COLUMNS``), and the last ``EVENTS`` events
-            (nodes that joined or left, networks published or refused).
+            line with the one-machine verdict (the engines that are gone
+            included), a table of one row per node and per GPU
+            (``ROW_COLUMNS``, with the files waiting in its spools), and the
+            last ``EVENTS`` events (nodes that joined or left, networks
+            published or refused, spools behind).
             ``close`` leaves the screen and prints the summary, as the plain
             view does.
 """
@@ -23,6 +25,7 @@ from rich.text import Text
 from ..selfplay.report import plain_line
 from .actor import ActorStatus
 from .ingest import IngestStats
+from .ledger import Done
 from .view import ROW_COLUMNS, TOTAL, ClusterView
 
 EVENTS = 8
@@ -40,10 +43,11 @@ class ClusterTui(ClusterView):
         self.events.append(f"[{time.monotonic() - self._t0:7.1f}s] {text}")
         self._draw()
 
-    def update(self, statuses: list[ActorStatus], ingest: IngestStats | None = None,
-               generation: int = 0) -> None:
+    def update(self, statuses: list[ActorStatus], ingest: IngestStats | None = None, generation: int = 0,
+               done: Done | None = None, waiting: int = 0) -> None:
         self._push(statuses)
-        self.header = self.fleet_line(statuses, ingest, generation)
+        self._note(ingest, done)
+        self.header = self.fleet_line(statuses, ingest, generation, waiting)
         self._draw()
 
     def render(self) -> Group:
@@ -51,8 +55,8 @@ class ClusterTui(ClusterView):
         for key in self.groups_in_order():
             table.add_row(*self.row_cells(key))
         parts = [Text(self.header, style="bold")]
-        agg = self.last_agg.get(TOTAL)
-        if agg is not None:
+        agg = self.total()
+        if agg is not None and TOTAL in self.groups:
             parts.append(Text("total: " + plain_line(agg, self.groups[TOTAL].window.recent(), self.leaves)))
         parts += [table, Text(""), Text("\n".join(self.events) or "no events yet", style="dim")]
         return Group(*parts)
@@ -63,11 +67,11 @@ class ClusterTui(ClusterView):
             self.live.start()
         self.live.update(self.render(), refresh=True)
 
-    def close(self, statuses: list[ActorStatus], ingest: IngestStats | None = None, lost_games: int = 0,
+    def close(self, statuses: list[ActorStatus], ingest: IngestStats | None = None, done: Done | None = None,
               spool_left: int = 0) -> None:
         if self.live is not None:
             self.live.stop()
             self.live = None
         for line in self.events:
             self.console.print(line, highlight=False)
-        super().close(statuses, ingest=ingest, lost_games=lost_games, spool_left=spool_left)
+        super().close(statuses, ingest=ingest, done=done, spool_left=spool_left)

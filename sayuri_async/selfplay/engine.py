@@ -289,6 +289,7 @@ class Engine:
             finished=self.finished,
             chunks=self.writer.chunks_written,
             positions_written=self.writer.positions_written,
+            games_written=self.writer.games_written,
             pid=os.getpid(),
             network=self.switch.current.label,
             networks=[n.label for n in self.switch.history[-NETWORKS_SHOWN:]],

@@ -74,6 +74,7 @@ def aggregate(statuses: list[Status]) -> Status | None:
         finished=sum(s.finished for s in statuses),
         chunks=sum(s.chunks for s in statuses),
         positions_written=sum(s.positions_written for s in statuses),
+        games_written=sum(s.games_written for s in statuses),
         network=network_of_statuses(statuses),
         networks=list(dict.fromkeys(n for s in statuses for n in s.networks)),
     )

@@ -61,6 +61,7 @@ class Status:
     finished: int = 0
     chunks: int = 0
     positions_written: int = 0
+    games_written: int = 0  # finished games whose files are all written (``writer.py``, "written")
     pid: int = 0
     node: str = ""  # the fleet node of the engine; "" on one machine
     network: str = ""  # the label of the network playing now

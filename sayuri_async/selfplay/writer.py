@@ -19,6 +19,10 @@ provenance   every chunk's meta names the host that played it (its full
              ``GameRecord.networks``); an SGF file names the game's first
              network as both players (``PB``, ``PW``) and, in its root
              comment, the host and every network of the game.
+written      ``games_written``: the games whose files are all written, those
+             of the chunks written and those of no position (an SGF file
+             only); the others finished and wait for their chunk to fill
+             (``chunk_games``).
 format       the chunk format itself (fields, header, checks, reading) is
              ``sayuri_async/chunkfile.py``'s; this module turns GameRecords
              into its arrays (``records_to_arrays``).
@@ -144,6 +148,7 @@ class ChunkWriter:
         self._games = 0
         self.chunks_written = 0
         self.positions_written = 0
+        self.games_written = 0  # see "written"
 
     def add(self, rec: GameRecord) -> None:
         self._games += 1
@@ -159,6 +164,7 @@ class ChunkWriter:
             else:
                 raise NameTaken(f"{self.sgf_dir}: {NAME_TRIES} SGF names of tag {self.tag} are taken")
         if len(rec) == 0:
+            self.games_written += 1
             return
         bucket = self._pending.setdefault(rec.size, [])
         bucket.append(rec)
@@ -174,6 +180,7 @@ class ChunkWriter:
         _, self._serial = write_new_chunk(self.data_dir, self.generation, self.tag, self._serial + 1, meta, arrays)
         self.positions_written += int(arrays["action"].shape[0])
         self.chunks_written += 1
+        self.games_written += len(recs)
 
     def close(self) -> None:
         """Write what is pending (whole games only)."""

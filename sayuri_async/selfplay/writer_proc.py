@@ -13,9 +13,10 @@ pipes          one each way, each end held by one process only: when the
                engine dies, the writer's read sees the end of the pipe even
                in the middle of a game (a shared ``multiprocessing.Queue``
                would leave it waiting forever for the rest of that game).
-progress       ``(chunks, positions)`` written so far, sent back whenever a
-               chunk is written; ``chunks_written`` and
-               ``positions_written`` read the latest.
+progress       ``(chunks, positions, games)`` written so far, sent back
+               whenever a chunk is written (or a game of no position);
+               ``chunks_written``, ``positions_written`` and
+               ``games_written`` read the latest.
 failure        an exception in the writer process comes back as text and is
                raised as ``WriterError`` (naming the output folder) by the
                next ``add``, ``chunks_written`` or ``close``: a failing disk
@@ -65,7 +66,7 @@ def _main(settings: dict[str, Any], games, replies, parent_pid: int) -> None:
         signal.signal(sig, signal.SIG_IGN)
     try:
         w = ChunkWriter(**settings)
-        chunks = 0
+        written = (0, 0)
         while True:
             try:
                 rec = games.recv()
@@ -73,12 +74,12 @@ def _main(settings: dict[str, Any], games, replies, parent_pid: int) -> None:
                 return  # orphaned: the engine died; nobody waits for the rest
             if rec is None:
                 w.close()
-                replies.send(("done", w.chunks_written, w.positions_written))
+                replies.send(("done", w.chunks_written, w.positions_written, w.games_written))
                 return
             w.add(rec)
-            if w.chunks_written != chunks:
-                chunks = w.chunks_written
-                replies.send(("progress", w.chunks_written, w.positions_written))
+            if (w.chunks_written, w.games_written) != written:
+                written = (w.chunks_written, w.games_written)
+                replies.send(("progress", w.chunks_written, w.positions_written, w.games_written))
     except (BrokenPipeError, EOFError):
         return  # the engine is gone
     except BaseException as e:  # reported to the engine, which raises it
@@ -87,7 +88,7 @@ def _main(settings: dict[str, Any], games, replies, parent_pid: int) -> None:
 
 class WriterProcess:
     """``ChunkWriter``'s interface (``add``, ``close``, ``chunks_written``,
-    ``positions_written``) with the writing done in a spawned process."""
+    ``positions_written``, ``games_written``) with the writing done in a spawned process."""
 
     def __init__(self, out_dir: str, encoder: str, planes: int, chunk_games: int, tag: str, generator: str,
                  write_sgf: bool = True, generation: int = 0) -> None:
@@ -108,6 +109,7 @@ class WriterProcess:
         self._feeder.start()
         self._chunks = 0
         self._positions = 0
+        self._games_written = 0
         self._error: str | None = None
         self._reported = False
         self._closed = False
@@ -151,6 +153,11 @@ class WriterProcess:
         self._poll()
         return self._positions
 
+    @property
+    def games_written(self) -> int:
+        self._poll()
+        return self._games_written
+
     def close(self) -> None:
         """Write what is pending (whole games only) and stop the process;
         raises WriterError if it failed and nobody was told yet. Safe to call
@@ -188,7 +195,7 @@ class WriterProcess:
         if kind == "error":
             self._error = reply[1]
         else:
-            self._chunks, self._positions = reply[1], reply[2]
+            self._chunks, self._positions, self._games_written = reply[1], reply[2], reply[3]
             self._done = self._done or kind == "done"
         return kind
 
