@@ -37,12 +37,18 @@ host name   ``host_name()``: the machine's name up to its first dot, in lower
             ``HOST_NAME_CHARS``; ``host`` when the machine has no name), so
             it never adds a ``-`` or a ``.`` to a file name.
 
+errors      a write that fails (a full disk) raises an OSError naming the
+            file asked for, not the temporary: ``<path>: No space left on
+            device``. ``write_safetensors`` turns safetensors' own error
+            for a failed write into that OSError too.
+
 Every writer of chunks, SGF, checkpoints, weights and loop state goes
 through here.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -122,7 +128,10 @@ def _commit_new(tmp: Path, target: Path) -> None:
 def atomic_path(path: str | os.PathLike, replace: bool = True) -> Iterator[Path]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp, mode = _create_temp(target)
+    try:
+        tmp, mode = _create_temp(target)
+    except OSError as e:
+        raise _naming(e, target, None) from e
     try:
         yield tmp
         _keep_mode(tmp, mode)
@@ -132,11 +141,38 @@ def atomic_path(path: str | os.PathLike, replace: bool = True) -> Iterator[Path]
             os.replace(tmp, target)
         else:
             _commit_new(tmp, target)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno is not None and e.filename in (None, str(tmp), tmp):
+            raise _naming(e, target, tmp) from e
         raise
     _fsync_dir(target.parent)
+
+
+def _naming(e: OSError, target: Path, tmp: Path | None) -> OSError:
+    """``e`` naming ``target``, the file the user asked for, where it named
+    no file (a write to a full disk) or the temporary (see "errors")."""
+    if e.filename not in (None, str(tmp) if tmp else None, tmp):
+        return e
+    return OSError(e.errno, e.strerror or str(e), str(target))
+
+
+def write_safetensors(path: str | os.PathLike, tensors: dict, metadata: dict[str, str]) -> None:
+    """safetensors' ``save_file`` through ``atomic_path``; its own error for
+    a failed write (a ``SafetensorError``, not an OSError) becomes the
+    OSError it reports (``os error 28``: ENOSPC), naming ``path``."""
+    from safetensors import SafetensorError
+    from safetensors.torch import save_file
+
+    with atomic_path(path) as tmp:
+        try:
+            save_file(tensors, str(tmp), metadata=metadata)
+        except SafetensorError as e:
+            text = " ".join(str(e).split())
+            code = re.search(r"os error (\d+)", text)
+            number = int(code.group(1)) if code else errno.EIO
+            raise OSError(number, os.strerror(number) if code else text, str(path)) from e
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -240,3 +240,80 @@ def test_a_failure_says_how_the_next_start_goes_on(tmp_path, capsys, monkeypatch
     assert loop_mod._run(lp) == 1
     line = capsys.readouterr().err.strip()
     assert "continues" not in line and "is missing; the next start stops there too" in line, line
+
+
+# ---------------------------------------------------------------------------
+# a full disk names the file
+
+
+def full_disk_writes(monkeypatch) -> None:
+    """Every ``Path.write_bytes`` fails as a write to a full disk does: ENOSPC
+    with no file name (the open succeeded, the write did not)."""
+    import errno
+
+    def write_bytes(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+
+
+def full_disk_safetensors(monkeypatch) -> None:
+    """safetensors' writer fails as it does on a full disk (its own error
+    type, not an OSError; the text is what safetensors 0.8 says)."""
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    def save_file(*args, **kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(safetensors.torch, "save_file", save_file)
+
+
+def test_import_weights_on_a_full_disk_names_the_output(tmp_path, capsys, monkeypatch):
+    from sayuri_async.sayuri import cli as sayuri_cli
+    from sayuri_async.sayuri.weights import layers_for, write_sayuri
+    from test_sayuri_weights import CONFIGS
+
+    cfg = CONFIGS["v3-swish"]
+    src = tmp_path / "net.txt"
+    write_sayuri(src, cfg, layers_for(cfg, np.random.default_rng(5)))
+    out = tmp_path / "out.safetensors"
+    full_disk_safetensors(monkeypatch)
+    assert sayuri_cli.main([str(src), "-o", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"sayuri-async import-weights: cannot write {out}: No space left on device", err
+    assert not out.exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_saving_our_weights_on_a_full_disk_is_an_os_error_naming_the_file(tmp_path, monkeypatch):
+    import errno
+
+    full_disk_safetensors(monkeypatch)
+    with pytest.raises(OSError) as e:
+        tiny_weights(tmp_path / "w.safetensors")
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(tmp_path / "w.safetensors")
+
+
+def test_export_on_a_full_disk_names_the_output(tmp_path, capsys, monkeypatch):
+    from sayuri_async.sayuri.export import main as export_main
+    from sayuri_async.sayuri.weights import layers_for, write_sayuri
+    from test_sayuri_weights import CONFIGS
+
+    cfg = CONFIGS["v3-swish"]
+    src = tmp_path / "net.txt"
+    write_sayuri(src, cfg, layers_for(cfg, np.random.default_rng(5)))
+    out = tmp_path / "exported.txt"
+    full_disk_writes(monkeypatch)
+    assert export_main([str(src), "-o", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"sayuri-async export: {out}: No space left on device", err
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_match_sgf_on_a_full_disk_names_the_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    full_disk_writes(monkeypatch)
+    status, lines = run_cli(f"match random random --games 1 --board 7 --playouts 2 --sgf {tmp_path / 'g'}", capsys)
+    assert status == 1 and len(lines) == 1, lines
+    assert lines[0].startswith(f"sayuri-async match: {tmp_path / 'g'}/") and lines[0].endswith(
+        ".sgf: No space left on device"), lines

@@ -31,13 +31,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from ..encoders import ENCODERS
-from ..fileio import atomic_path
+from ..fileio import write_safetensors
 from .model import Net, NetConfig
 from ..usererror import UserError
 
@@ -76,13 +75,9 @@ def header_of(net: torch.nn.Module, meta: dict) -> dict[str, str]:
 def save_weights(path: str | os.PathLike, net: Net, meta: dict[str, Any] | None = None) -> None:
     """Write ``net`` and ``meta`` to ``path`` atomically (temporary file in the
     same folder, then a rename: ``fileio.atomic_path``)."""
-    from safetensors.torch import save_file
-
     meta = dict(meta or {})
-    path = Path(path)
     tensors = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in net.state_dict().items()}
-    with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata=header_of(net, meta))
+    write_safetensors(path, tensors, header_of(net, meta))
 
 
 def _header_doc(path: str) -> dict:

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..fileio import atomic_path
+from ..fileio import atomic_path, write_safetensors
 from ..net.model import Net, NetConfig
 from ..net.weights import (WeightsError, check_tensor_table, expected_shapes, header_of, load_weights, read_header,
                            read_meta, read_tensors, size_problem, tensor_table)
@@ -454,16 +454,12 @@ def save_imported(path: str | os.PathLike, net: SayuriNet, meta: dict[str, Any] 
     """Save a Sayuri net in our safetensors format (atomic), its norms folded
     into the convolutions (``SayuriNet.fold_batchnorm``): the same function,
     the tensors of an import."""
-    from safetensors.torch import save_file
-
     meta = dict(meta or {})
-    path = Path(path)
     folded = net.fold_batchnorm() if isinstance(net, SayuriNet) else net
     header = header_of(folded, meta)  # reads only config.to_dict/encoder/sizes/short_name
     header["architecture"] = "sayuri"
     tensors = {k: t.detach().to("cpu", torch.float32).contiguous() for k, t in folded.state_dict().items()}
-    with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata=header)
+    write_safetensors(path, tensors, header)
 
 
 def _our_key(key: str, want: dict[str, torch.Tensor]) -> str:
