@@ -6,8 +6,12 @@ player      a network (a weights file, or ``random`` for the random network)
             searched by our engine, or a GTP engine command line (anything
             containing a space or starting with ``gtp:``, e.g.
             ``"/usr/games/gnugo --mode gtp --level 1 --chinese-rules"``).
-game        alternating colours: game k gives black to A when k is even.
-            Played by the one game loop, ``referee.referee_game`` (where
+            A ``NetPlayer`` searches ``playouts`` new playouts a move, PUCT
+            or Gumbel (``gumbel``), keeping the subtree of the moves played
+            between its moves unless ``reuse_tree`` is off.
+game        alternating colours: game k gives black to A when k is even
+            (``play_game``: one game, as ``run_match`` and the rating pool
+            play them). Played by the one game loop, ``referee.referee_game`` (where
             ``Player`` and ``GtpPlayer`` live): it ends on two passes or a
             resignation; a move cap of 2 * N*N scores the board as it
             stands; an illegal move raises. Two passes are counted by the
@@ -54,8 +58,8 @@ from .console import console as wide_console
 from .configfile import SEED_RANGE, between, from_options, require, within
 from .usererror import ArgumentParser, UserError, answered, check_device, output_file, output_folder
 
-__all__ = ["GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "elo_of_rate", "make_player",
-           "main", "match_openings", "print_result", "ratings", "run_match"]
+__all__ = ["GameOutcome", "GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "elo_of_rate",
+           "make_player", "main", "match_openings", "play_game", "print_result", "ratings", "run_match"]
 
 Z95 = 1.959964
 
@@ -207,7 +211,7 @@ class NetPlayer(Player):
     play several matches, each under its own ``asyncio.run``)."""
 
     def __init__(self, name: str, backend, playouts: int, gumbel: bool, resign: float, batch_size: int,
-                 opening_moves: int = 0) -> None:
+                 opening_moves: int = 0, reuse_tree: bool = True) -> None:
         from .infer.worker import Worker
         from .search.mcts import Search, SearchConfig
         from .search.pools import match_edges
@@ -219,7 +223,9 @@ class NetPlayer(Player):
         self.gumbel = gumbel
         self.resign = resign
         self.batch_size = batch_size
-        self._search_cls, self._cfg = Search, SearchConfig(edge_capacity=match_edges(playouts))
+        self.reuse_tree = reuse_tree  # keep the searched subtree of the moves played (SearchConfig.reuse_tree)
+        self._search_cls = Search
+        self._cfg = SearchConfig(edge_capacity=match_edges(playouts), reuse_tree=reuse_tree)
         self._worker = Worker(name=f"match-{name}")
         self._batchers: dict[int, tuple[asyncio.AbstractEventLoop, object]] = {}  # size: (its loop, batcher)
         self.search = None
@@ -280,7 +286,7 @@ def make_player(spec: str, args) -> Player:
     backend = make_backend(weights, device=args.device, max_batch=args.batch_size)
     name = "random" if weights is None else Path(weights).stem
     return NetPlayer(name, backend, args.playouts, args.gumbel, args.resign, args.batch_size,
-                     getattr(args, "opening_moves", 0))
+                     getattr(args, "opening_moves", 0), getattr(args, "reuse_tree", True))
 
 
 # ---------------------------------------------------------------------------
@@ -320,6 +326,43 @@ def match_openings(count: int, size: int, moves: int, seed: int) -> list[list[in
     return out
 
 
+@dataclass
+class GameOutcome:
+    """One game of A against B as a match counts it."""
+    result: str  # A's view: "W", "L", "D"
+    a_black: bool
+    a_moves: int  # moves A chose (the opening excluded)
+    a_seconds: float  # wall time A spent choosing them
+    reason: str  # how the game ended (``GameRecord.reason``)
+    record: str  # the game's result string (``B+3.5``, ``W+R`` ...)
+
+
+async def play_game(a: Player, b: Player, k: int, opening: list[int], size: int, komi: float,
+                    scoring: str = "agreed", sgf_dir: Path | None = None) -> GameOutcome:
+    """Game ``k`` of A against B: A has black when ``k`` is even; it starts
+    from ``opening``; each side plays through a ``fork`` of its player (a
+    GTP engine's own process, closed after the game), and a GTP engine's
+    illegal move forfeits (``referee_game``). With ``sgf_dir`` the game is
+    saved as ``<A>-vs-<B>-<k>.sgf`` there."""
+    pa, pb = a.fork(), b.fork()
+    a_black = k % 2 == 0
+    black, white = (pa, pb) if a_black else (pb, pa)
+    try:
+        gtp = {c for c, p in ((BLACK, black), (WHITE, white)) if isinstance(p, GtpPlayer)}
+        rec = await referee_game(black, white, size, komi, opening=opening, scoring=scoring, forfeit=gtp)
+    finally:
+        await pa.close()
+        await pb.close()
+    a_color = BLACK if a_black else WHITE
+    s = (1.0 if a_black else -1.0) * rec.score
+    if sgf_dir is not None:
+        info = SgfInfo(black=black.name, white=white.name, result=rec.result)
+        save_sgf_file(sgf_dir / f"{a.name}-vs-{b.name}-{k:04d}.sgf", rec.game, info, result=rec.result)
+    return GameOutcome("W" if s > 0 else "L" if s < 0 else "D", a_black,
+                       sum(1 for c, _ in rec.moves[len(opening):] if c == a_color), rec.time_used[a_color],
+                       rec.reason, rec.result)
+
+
 async def run_match(a: Player, b: Player, games: int, size: int, komi: float, concurrency: int,
                     sgf_dir: Path | None, on_game=None, *, scoring: str = "agreed", random_opening: int = 0,
                     seed: int = 0, done: MatchResult | None = None) -> MatchResult:
@@ -337,24 +380,8 @@ async def run_match(a: Player, b: Player, games: int, size: int, komi: float, co
 
     async def one(k: int) -> None:
         async with sem:
-            pa, pb = a.fork(), b.fork()
-            try:
-                a_black = k % 2 == 0
-                black, white = (pa, pb) if a_black else (pb, pa)
-                gtp = {c for c, p in ((BLACK, black), (WHITE, white)) if isinstance(p, GtpPlayer)}
-                rec = await referee_game(black, white, size, komi, opening=openings[k // 2], scoring=scoring,
-                                         forfeit=gtp)
-            finally:
-                await pa.close()
-                await pb.close()
-            a_color = 1 if a_black else 2
-            s = (1.0 if a_black else -1.0) * rec.score
-            res.add_game(k, "W" if s > 0 else "L" if s < 0 else "D",
-                         sum(1 for c, _ in rec.moves[len(openings[k // 2]):] if c == a_color),
-                         rec.time_used[a_color], rec.reason)
-            if sgf_dir is not None:
-                info = SgfInfo(black=black.name, white=white.name, result=rec.result)
-                save_sgf_file(sgf_dir / f"{a.name}-vs-{b.name}-{k:04d}.sgf", rec.game, info, result=rec.result)
+            g = await play_game(a, b, k, openings[k // 2], size, komi, scoring, sgf_dir)
+            res.add_game(k, g.result, g.a_moves, g.a_seconds, g.reason)
             if on_game is not None:
                 on_game(k, res)
 
