@@ -212,7 +212,8 @@ def test_selfplay_on_a_slow_device_keeps_its_batches_full(tmp_path):
     batches = s1.counters.batches - s0.counters.batches
     assert batches > 50
     assert evals / batches >= 0.9 * 32
-    assert s1.device_best == pytest.approx(64 / 0.004)
+    # the curve's best: up to max_batch_size 256, past the table's last row extrapolated (10 ms at 256)
+    assert s1.device_best == pytest.approx(256 / 0.010)
 
 
 def _book(table: str, lock_dir: str, n: int, q) -> None:

@@ -171,18 +171,38 @@ def test_keys_change_an_engine_settings(tmp_path):
             engine.control(cmd)
         st = engine.status().settings
         assert st == EngineSettings(batch_size=32, parallel_games=64, timeout_ms=2.0, paused=True, device="cpu",
-                                    leaves_per_await=1, batches_in_flight=2)
+                                    leaves_per_await=1, batches_in_flight=2, max_batch_size=256)
         assert all(b.batch_size == 32 for b in engine.batchers.values())
     finally:
         engine.close()
 
 
-def test_network_backend_caps_batch_size():
+def test_the_batch_key_cap_follows_max_batch_size():
+    """B raises batch_size on a network's backend too, up to max_batch_size
+    (default: 4 x batch_size, at least 256), and says why it stops there."""
     rep = make(SelfplayConfig(batch_size=64, parallel_games=128, weights="net.safetensors"))
     rep.update([status(1.0, 1000, 64, 128, busy=0.5, loop=0.5)])
     rep.press("B")
-    assert rep.update([status(1.5, 1000, 64, 128, busy=0.5, loop=0.5)]) == []
-    assert "larger --batch-size" in render(rep)
+    assert rep.update([status(1.5, 1000, 64, 128, busy=0.5, loop=0.5)]) == [{"batch_size": 128}]
+    rep = make(SelfplayConfig(batch_size=16, parallel_games=32, max_batch_size=32, weights="net.safetensors"))
+    rep.update([status(1.0, 1000, 16, 32, busy=0.5, loop=0.5)])
+    rep.press("B")
+    assert rep.update([status(1.5, 1000, 16, 32, busy=0.5, loop=0.5)]) == [{"batch_size": 32}]
+    rep.press("B")
+    assert rep.update([status(2.0, 1000, 32, 32, busy=0.5, loop=0.5)]) == []
+    assert "larger --max-batch-size" in render(rep)
+
+
+def test_an_engine_never_takes_a_batch_above_max_batch_size(tmp_path):
+    cfg = SelfplayConfig(batch_size=16, max_batch_size=64, out=str(tmp_path), write_sgf=False, writer_process=False,
+                         search=ONE_LEAF)
+    engine = Engine(cfg, RandomBackend())
+    try:
+        engine.control({"batch_size": 512})
+        assert engine.status().settings.batch_size == 64 and engine.status().settings.max_batch_size == 64
+        assert all(b.batch_size == 64 and b.max_batch >= 64 for b in engine.batchers.values())
+    finally:
+        engine.close()
 
 
 def test_key_reader_cbreak_and_restore():
@@ -343,7 +363,8 @@ def test_curve_lines_pick_rows_from_the_current_bucket_up():
     assert shown_buckets(buckets, 512, 4) == [128, 256, 512, 1024]  # as far below as the rows above run out
     assert shown_buckets(buckets[:3], 1, 4) == [1, 2, 4]
     assert bucket_of({8: 1.0, 32: 1.0}, 9) == 32 and bucket_of({8: 1.0}, 9) is None
-    assert fine_bar(1.0, 4) == "████" and fine_bar(0.0, 4) == "····" and fine_bar(0.5 + 1 / 16, 4) == "██▎·"
+    assert fine_bar(1.0, 4) == "████" and fine_bar(0.0, 4) == "····"
+    assert fine_bar(0.5 + 1 / 16, 4) == "██▎·"  # 2 cells and 2 eighths
     assert curve_lines({}, 32, 40) == [] and curve_lines({8: 0.0}, 32, 40) == []
     lines = [t.plain for t in curve_lines({8: 100.0, 16: 200.0}, 16, 40, advised=16)]
     assert lines[2].endswith("◀ now") and "advised" not in " ".join(lines)  # the advice is the batch itself

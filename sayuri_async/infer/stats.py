@@ -26,18 +26,20 @@ loop us per request
 queue wait     mean time from a request's commit to its batch's dispatch.
 best rate     ``best_rate``: the fastest batch so far, its size over its busy
                time (a peak: ``merge`` keeps the largest, it adds nothing up).
+sustained rate ``sustained_rate(counters)``: evaluations over busy time,
+               the run's own batches as a sustained figure (not a peak).
 device efficiency
                nnEvals/s over the device's best evals/s (``device_best``:
-               the best full-bucket rate the backend measured at warm-up on
-               the run's board sizes, raised to ``best_rate`` where a batch
-               of the run went faster, times the number of devices): the
-               figure that small batches cannot hide, since a device busy
-               100% of the time on batches of 8 still scores low. Batches
-               of one process run one at a time, so its evals/s never
-               exceeds its fastest batch's rate: at most 100%, and
-               ``add_efficiency`` caps it there as a last guard (engine
-               processes sharing one GPU time each other's work into their
-               own batches). None without a device (the random network).
+               the best *sustained* bucket rate of the backend's curve,
+               measured at warm-up on the run's board sizes, raised to the
+               run's own sustained rate where the run went faster (a curve
+               measured on a loaded machine), times the number of devices):
+               the figure that small batches cannot hide, since a device
+               busy 100% of the time on batches of 8 still scores low, and a
+               device busy on full batches of its best bucket reads about
+               100%. ``add_efficiency`` caps it at 100% (engine processes
+               sharing one GPU time each other's work into their own
+               batches). None without a device (the random network).
 batch fill     avgBatchSize over ``batch_size``.
 Counters only grow; ``Counters.snapshot()`` freezes them into a copy (it
 travels between processes), ``merge`` adds such copies up, and
@@ -178,6 +180,11 @@ def rates(a: Counters, b: Counters, dt: float, loop_cpu_s: float = 0.0, loops: i
         queue_depth=b.queue_depth,
         in_flight=b.in_flight,
     )
+
+
+def sustained_rate(c: Counters) -> float:
+    """Evaluations per second of backend time over the run (0 before any)."""
+    return c.evals / c.busy_s if c.busy_s > 0 else 0.0
 
 
 def add_efficiency(r: Rates, device_best: float, batch_size: int, devices: int = 1) -> Rates:

@@ -26,13 +26,18 @@ bucket      on CUDA a batch is padded up to the next bucket size (powers of
             own CUDA graph, captured on first use (or ahead of time with
             ``warmup``). ``max_batch`` is a sizing hint, not a limit.
 rates       ``Backend.measure_rates(n, batch_size) -> {bucket: evals/s}``:
-            the backend's own speed on full buckets, measured at warm-up
-            (CUDA: each captured graph, timed with CUDA events; CPU torch: a
-            few batch sizes, each its fastest of several warmed-up passes;
-            the device model: its table; the random network: nothing, it has
-            no ceiling). The engine measures them on every board size it
-            plays; the best of them, raised to the fastest batch the run
-            itself observes, is the denominator of its device efficiency.
+            the device's curve: its *sustained* speed on full buckets of
+            board ``n``, every bucket from 1 up to ``max_batch`` (and
+            ``batch_size``'s), each the median of several timed passes after
+            untimed ones, within a start-up budget: a bucket whose pass would
+            take too long, or would overrun the budget, is left out with every
+            larger one (CUDA: each captured graph's replays, timed with CUDA
+            events; the CPU: wall time of each pass; the device model: its
+            table; the random network: nothing, it has no ceiling). The
+            engine measures it on every board size it plays; the best rate
+            on it is the denominator of the device efficiency, and the
+            verdict, the live view, ``tune`` and ``batch_size = "auto"``
+            read the same curve.
 device_s    ``NetOutput.device_s``: the device's own busy time for the batch
             where the backend knows it (CUDA events, the device model's
             clock), so the busy figure does not count the worker thread's
@@ -57,13 +62,44 @@ from ..encoders import DEFAULT_ENCODER, get_encoder
 if TYPE_CHECKING:
     from .model import Net
 
-# the CPU's rate measurement (``TorchBackend.measure_rates``): untimed passes
-# first, then the fastest of at least CPU_MIN_PASSES timed ones (up to
-# CPU_MAX_PASSES while CPU_PASS_BUDGET_S lasts), per batch size
-CPU_WARM_PASSES = 3
-CPU_MIN_PASSES = 5
-CPU_MAX_PASSES = 40
-CPU_PASS_BUDGET_S = 0.5
+# the curve (``measure_rates``): per bucket RATE_WARM_PASSES untimed passes,
+# then the median of RATE_TIMED_PASSES timed ones; buckets grow until a pass
+# would take over RATE_PASS_MAX_S or the whole curve would overrun
+# RATE_BUDGET_S (per board size)
+RATE_WARM_PASSES = 2
+RATE_TIMED_PASSES = 5
+RATE_PASS_MAX_S = 0.5
+RATE_BUDGET_S = 8.0
+
+
+def median_rate(batch: int, seconds: list[float]) -> float:
+    """evals/s of ``batch`` from the median of its timed passes: a
+    sustained figure, where the fastest pass would be a burst."""
+    times = sorted(seconds)
+    mid = len(times) // 2
+    t = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+    return batch / max(t, 1e-12)
+
+
+def measure_curve(buckets: list[int], timed_pass: "Callable[[int], float]",
+                  budget_s: float = RATE_BUDGET_S, pass_max_s: float = RATE_PASS_MAX_S,
+                  warm: int = RATE_WARM_PASSES, timed: int = RATE_TIMED_PASSES,
+                  clock: "Callable[[], float]" = time.perf_counter) -> dict[int, float]:
+    """The curve ``{bucket: evals/s}`` over ``buckets`` (ascending):
+    ``timed_pass(b)`` runs one full batch of ``b`` and returns its seconds.
+    A bucket is measured only when its projected passes (from the last
+    bucket's rate) fit both limits; the first that does not ends the curve."""
+    rates: dict[int, float] = {}
+    start = clock()
+    for b in buckets:
+        if rates:
+            per_pass = b / rates[max(rates)]
+            if per_pass > pass_max_s or clock() - start + (warm + timed) * per_pass > budget_s:
+                break
+        for _ in range(warm):
+            timed_pass(b)
+        rates[b] = median_rate(b, [timed_pass(b) for _ in range(timed)])
+    return rates
 
 
 @dataclass
@@ -379,50 +415,26 @@ class TorchBackend(Backend):
                         self._eager_cuda(np.zeros((b, self.planes, n, n), dtype=np.uint8))()
 
     def measure_rates(self, n: int, batch_size: int) -> dict[int, float]:
-        """evals/s of full buckets on board ``n``. CUDA: every bucket up to
-        four times ``batch_size``'s (at most 1024), each captured graph timed
-        with CUDA events over a few replays. CPU: batch 1, 8 and
-        ``batch_size``, each after ``CPU_WARM_PASSES`` untimed passes, as its
-        fastest pass of at least ``CPU_MIN_PASSES`` (more while
-        ``CPU_PASS_BUDGET_S`` lasts): on a loaded machine a pass waits for
-        its threads' cores, and the fastest pass is the backend's own speed.
-        Sizes whose pass would take over a second are skipped."""
+        """The curve on board ``n`` (``measure_curve``): every bucket up to
+        ``max_batch`` (and ``batch_size``'s). CUDA: a pass is one replay of
+        the bucket's graph (captured here, so a later raise of the batch
+        size finds it ready), timed with CUDA events. CPU: a pass is the
+        wall time of one batch, which on a loaded machine includes its
+        waits for the cores, as the engine's own batches do."""
         import torch
 
-        top = self.bucket(batch_size)
-        if not self.is_cuda:
-            rates: dict[int, float] = {}
-            with torch.inference_mode():
-                for b in sorted({1, min(8, top), top}):
-                    if rates and b / rates[min(rates)] > 1.0:
-                        continue
-                    rates[b] = self._best_cpu_rate(np.zeros((b, self.planes, n, n), dtype=np.uint8))
-            return rates
-        rates = {}
-        with torch.inference_mode():
-            for b in default_buckets(min(4 * top, max(1024, top))):
-                x = np.zeros((b, self.planes, n, n), dtype=np.uint8)
-                self.run(x)  # captures the graph (or warms the eager path)
-                reps, total = 5, 0.0
-                for _ in range(reps):
-                    out = self.run(x)
-                    total += out.device_s or 0.0
-                if total > 0:
-                    rates[b] = b * reps / total
-        return rates
+        buckets = default_buckets(max(self.max_batch, self.bucket(batch_size)))
 
-    def _best_cpu_rate(self, x: np.ndarray) -> float:
-        """evals/s of batch ``x`` on the CPU from its fastest timed pass."""
-        for _ in range(CPU_WARM_PASSES):
-            self.run(x)
-        fastest, passes = float("inf"), 0
-        stop = time.perf_counter() + CPU_PASS_BUDGET_S
-        while passes < CPU_MIN_PASSES or (passes < CPU_MAX_PASSES and time.perf_counter() < stop):
+        def timed_pass(b: int) -> float:
+            x = np.zeros((b, self.planes, n, n), dtype=np.uint8)
+            if self.is_cuda:
+                return self.run(x).device_s or 0.0
             t0 = time.perf_counter()
             self.run(x)
-            fastest = min(fastest, time.perf_counter() - t0)
-            passes += 1
-        return x.shape[0] / max(fastest, 1e-9)
+            return time.perf_counter() - t0
+
+        with torch.inference_mode():
+            return measure_curve(buckets, timed_pass)
 
     def close(self) -> None:
         """Drop the CUDA graphs (pinned input buffers stay valid: callers may

@@ -26,6 +26,12 @@ device time  the sum of the intervals: the device's own busy clock. Each
              answer carries its interval's length in ``NetOutput.device_s``,
              which the batcher counts as busy time instead of the worker
              thread's wall time (which also counts its waits for the GIL).
+capture      as the CUDA backend captures a bucket's graph on its first
+             use (three warm-up passes and the capture), the first batch of
+             a bucket holds the device ``CAPTURE_PASSES`` forward times longer;
+             ``measure_rates`` captures the buckets of its curve, as the CUDA
+             backend's does, so only a bucket beyond it pays on first use.
+             ``stalls`` lists the captures' seconds.
 answers      as the random network (``RandomBackend``): near-uniform policy,
              neutral value.
 
@@ -54,6 +60,7 @@ from ..usererror import UserError
 TABLES = Path(__file__).resolve().parent / "device_tables"
 DEFAULT_TABLE = TABLES / "h200.json"
 DEFAULT_MODE = "bf16graph"
+CAPTURE_PASSES = 4  # a first use of a bucket: three warm-up passes and the capture (``backends._Graph``)
 
 
 class DeviceModelError(ValueError, UserError):
@@ -195,6 +202,8 @@ class DeviceModelBackend(Backend):
         self.name = f"model {self.table.net} ({self.table.device}, {self.table.mode})"
         self.clock = DeviceClock(f"{self.table.device}-{k}", lock_dir)
         self.intervals: list[tuple[float, float]] | None = None  # set to a list to record them (tests)
+        self.captured: set[int] = set()  # buckets whose modeled graph exists
+        self.stalls: list[float] = []  # seconds each capture held the device
 
     def bucket(self, b: int) -> int:
         """The padded size of a batch of ``b``, as ``TorchBackend.bucket``."""
@@ -204,7 +213,12 @@ class DeviceModelBackend(Backend):
         """Book the device for the padded batch now (behind whatever is
         booked, by any process); ``collect`` sleeps until it is done."""
         b, _ = self._check(batch)
-        seconds = self.table.forward_s(self.bucket(b))
+        bucket = self.bucket(b)
+        seconds = self.table.forward_s(bucket)
+        if bucket not in self.captured:
+            self.captured.add(bucket)
+            self.stalls.append(CAPTURE_PASSES * seconds)
+            self.clock.take(CAPTURE_PASSES * seconds)
         start, end = self.clock.take(seconds)
         out = self._answer.run(batch)
         out.device_s = seconds
@@ -223,11 +237,12 @@ class DeviceModelBackend(Backend):
         return self.launch(batch)()
 
     def measure_rates(self, n: int, batch_size: int) -> dict[int, float]:
-        """evals/s of a full bucket, for every bucket up to the table's
-        largest batch (or ``batch_size``'s bucket, if larger) and the table's
-        own rows (nothing to measure)."""
-        sizes = set(default_buckets(max(max(self.table.ms), self.bucket(batch_size)))) | set(self.table.ms)
-        return {b: b / self.table.forward_s(b) for b in sorted(sizes)}
+        """The curve from the table: every bucket up to ``max_batch`` (and
+        ``batch_size``'s bucket), whose graphs count as captured from here
+        on (nothing to measure: the table's times are sustained ones)."""
+        sizes = default_buckets(max(self.max_batch, self.bucket(batch_size)))
+        self.captured.update(sizes)
+        return {b: b / self.table.forward_s(b) for b in sizes}
 
     def close(self) -> None:
         self.clock.close()

@@ -22,6 +22,17 @@ inline_cheap_backend
 follow_weights      a folder to follow (``follow.py``): the newest network that
                     appears in it is played from the next batch on, checked
                     every ``follow_interval_s`` seconds ("": play one network).
+batch_size          requests per network batch, or "auto": at start the
+                    engine measures the device's curve and takes the smallest
+                    bucket within 5% of its best sustained rate, and sets
+                    ``parallel_games`` by the rule of thumb (``auto.py``).
+max_batch_size      the largest batch the backend is built for: its buffers,
+                    its measured curve and the live view's ``B`` key reach up
+                    to it (0: the larger of 4 x batch_size and 256, at most
+                    1024, and never below batch_size).
+procs               engine processes per device, or "auto": on a CPU with a
+                    network, processes and torch threads per process from a
+                    short measurement (``auto.py``); 1 elsewhere.
 resign_threshold    resign when the root winrate stays below it for
                     ``resign_consecutive`` moves (0 disables);
                     ``resign_discard_prob`` plays such a game out anyway and
@@ -31,6 +42,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from ..configfile import (SEED_RANGE, Bad, CommandLine, at_least, between, check_tables, fill, read_toml, require,
                           within)
@@ -41,6 +53,9 @@ from ..search.pools import selfplay_edges
 
 MAX_PARALLEL_GAMES = 16_384  # per process: each game holds a search tree and a workspace
 MAX_BATCH = 16_384
+AUTO = "auto"
+DEFAULT_MAX_BATCH_FLOOR = 256  # max_batch_size = 0: at least this
+DEFAULT_MAX_BATCH_CAP = 1024  # ... and at most this (unless batch_size is larger)
 MAX_PROCS = 256  # engine processes per device
 MAX_PLAYOUTS = 1_000_000
 MAX_GAMES = 1_000_000_000
@@ -56,7 +71,8 @@ class SelfplayConfig:
     komi_stddev: float = 0.0
     num_games: int = 0  # 0: until stopped
     parallel_games: int = 64
-    batch_size: int = 32
+    batch_size: int | Literal["auto"] = 32
+    max_batch_size: int = 0  # 0: max(4 x batch_size, 256), at most 1024 (see the vocabulary)
     timeout_ms: float = 5.0
     batches_in_flight: int = 2  # batches handed to the device at a time: one running, one ready behind it
     cache_size: int = 0
@@ -82,7 +98,7 @@ class SelfplayConfig:
     device_model: str = "20b256c"  # the device model's net (NET or NET/MODE) in device_table
     device_table: str = ""  # forward times of the device model ("": the shipped H200 table)
     encoder: str = ""  # planes of the random network and the device model ("": simple-v1); a net has its own
-    procs: int = 1
+    procs: int | Literal["auto"] = 1
     out: str = "runs/selfplay"
     generation: int = 0  # written into chunk names (the RL loop's generation)
     inline_cheap_backend: bool = True  # the random network answers on the event loop, not in the worker thread
@@ -96,6 +112,15 @@ class SelfplayConfig:
         edges, room = selfplay_edges(max(self.playouts, self.reduce_playouts), max(self.board_sizes))
         return replace(self.search, edge_capacity=edges, search_edges=room)
 
+    @property
+    def max_batch(self) -> int:
+        """``max_batch_size`` resolved (see the vocabulary); with
+        ``batch_size = "auto"`` the default is 256."""
+        if self.max_batch_size > 0:
+            return self.max_batch_size
+        b = 1 if self.batch_size == AUTO else int(self.batch_size)
+        return max(min(max(4 * b, DEFAULT_MAX_BATCH_FLOOR), DEFAULT_MAX_BATCH_CAP), b)
+
     def __post_init__(self) -> None:
         """Range checks (see ``configfile``): ``Bad`` naming the key."""
         require(bool(self.board_sizes), "board_sizes", "must not be empty")
@@ -104,11 +129,16 @@ class SelfplayConfig:
         require(not self.board_size_weights or len(self.board_size_weights) == len(self.board_sizes),
                 "board_size_weights", "needs one weight per board size")
         between(self, 1, MAX_PARALLEL_GAMES, "parallel_games")
-        between(self, 1, MAX_BATCH, "batch_size")
+        if self.batch_size != AUTO:
+            between(self, 1, MAX_BATCH, "batch_size")
+        between(self, 0, MAX_BATCH, "max_batch_size")
+        require(self.batch_size == AUTO or self.max_batch_size == 0 or self.max_batch_size >= self.batch_size,
+                "max_batch_size", f"must be at least batch_size ({self.batch_size}), not {self.max_batch_size}")
         between(self, 1, MAX_PLAYOUTS, "playouts")
         between(self, 0, MAX_PLAYOUTS, "reduce_playouts", "gumbel_playouts_threshold")
         between(self, 1, 1_000_000, "chunk_games")
-        between(self, 1, MAX_PROCS, "procs")
+        if self.procs != AUTO:
+            between(self, 1, MAX_PROCS, "procs")
         between(self, 1, 64, "batches_in_flight")
         between(self, 0, 60_000, "timeout_ms")
         between(self, 0, 361, "komi_stddev")

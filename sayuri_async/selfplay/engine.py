@@ -49,7 +49,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..infer.batcher import Batcher
-from ..infer.stats import Counters, LoopClock, merge
+from ..infer.stats import Counters, LoopClock, merge, sustained_rate
 from ..infer.worker import Worker
 from ..killpoint import kill_point
 from ..net.identity import NetworkId, network_of
@@ -68,8 +68,10 @@ NETWORKS_SHOWN = 16  # networks an engine's status lists (the latest)
 class Engine:
     def __init__(self, cfg: SelfplayConfig, backend, tag: str | None = None, writer: ChunkWriter | WriterProcess | None = None,
                  num_games: int | None = None, network: NetworkId | None = None,
-                 make_network: MakeBackend | None = None) -> None:
+                 make_network: MakeBackend | None = None,
+                 measured: dict[int, dict[int, float]] | None = None) -> None:
         self.cfg = cfg
+        self._measured = dict(measured or {})  # curves by board size measured already (``auto.resolve``)
         backend = SwappableBackend(backend)
         self.backend = backend
         self.encoder = backend.encoder
@@ -78,10 +80,10 @@ class Engine:
         self.rng = np.random.default_rng([seed, os.getpid()])
         self.num_games = cfg.num_games if num_games is None else num_games
         self.worker = Worker(name=f"infer-{backend.device}", bound=cfg.batches_in_flight)
-        max_batch = max(cfg.batch_size, 1)
+        self.max_batch = cfg.max_batch  # what the backend and the batchers' buffers are built for
         inline = cfg.inline_cheap_backend and backend.cheap and make_network is None
         self.batchers = {
-            n: Batcher(backend, n, cfg.batch_size, cfg.timeout_ms, max_batch=max_batch,
+            n: Batcher(backend, n, cfg.batch_size, cfg.timeout_ms, max_batch=self.max_batch,
                        cache_size=cfg.cache_size, worker=self.worker, counters=Counters(), inline=inline)
             for n in sorted(set(cfg.board_sizes))
         }
@@ -115,8 +117,9 @@ class Engine:
 
     # ---- controls ------------------------------------------------------
     def set_batch_size(self, b: int) -> None:
+        """From the next flush on; at most ``max_batch_size``."""
         for bt in self.batchers.values():
-            bt.batch_size = max(1, int(b))
+            bt.batch_size = min(max(1, int(b)), self.max_batch)
 
     def set_timeout_ms(self, ms: float) -> None:
         for bt in self.batchers.values():
@@ -246,7 +249,14 @@ class Engine:
     def _measure_device(self) -> None:
         """The device's rates on every board size the run plays: those of
         the largest board go to ``device_rates`` (the verdict's batch
-        advice), the best of them all to ``measured_best``."""
+        advice), the best of them all to ``measured_best``. Curves given
+        at construction for every board size are not measured again."""
+        sizes = sorted(set(self.cfg.board_sizes))
+        if self._measured and all(n in self._measured for n in sizes):
+            by_size = {n: self._measured[n] for n in sizes}
+            self.device_rates = by_size[sizes[-1]]
+            self.measured_best = max((r for c in by_size.values() for r in c.values()), default=0.0)
+            return
         self.device_rates, self.measured_best = self._rates_of(self.backend)
 
     def close(self) -> None:
@@ -281,9 +291,11 @@ class Engine:
                 device=str(getattr(self.backend, "device", "cpu")),
                 leaves_per_await=self.search_cfg.leaves_per_await,
                 batches_in_flight=self.worker.dispatch.bound,
+                max_batch_size=self.max_batch,
             ),
+            proc_cpu_s=time.process_time(),
             device_rates=dict(self.device_rates),
-            device_best=max(self.measured_best, counters.best_rate) if self.measured_best > 0 else 0.0,
+            device_best=max(self.measured_best, sustained_rate(counters)) if self.measured_best > 0 else 0.0,
             draining=not self._want_more_games(),
             games=[replace(g) for g in self.live.values()],
             finished=self.finished,

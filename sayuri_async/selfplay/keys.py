@@ -60,8 +60,8 @@ def step_timeout(ms: float, up: bool) -> float:
 
 @dataclass
 class KeyHandler:
-    """Key characters -> control dicts. ``max_batch`` caps batch_size (a
-    network backend cannot grow past the batch it was built for);
+    """Key characters -> control dicts. ``max_batch`` caps batch_size (the
+    engine's ``max_batch_size``: its backend and buffers are built for it);
     ``batch_cap_note`` says why when a press hits the cap."""
 
     max_batch: int = 1024

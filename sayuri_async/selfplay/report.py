@@ -42,17 +42,27 @@ from dataclasses import dataclass, field, replace
 from ..infer.stats import Counters, Rates, add_efficiency, merge, rates
 from .status import EngineSettings, Status
 
+
+def cores() -> int:
+    """The cores this process may run on (its affinity), else the machine's."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
 # verdict thresholds (fractions of wall time, of batch_size, of the device's best)
 LOOP_SATURATED = 0.90  # an event loop this busy cannot search any faster
 LOOP_ROOM = 0.85  # advice never projects a loop busier than this
 GPU_SATURATED = 0.85  # the device is busy from here on
 GPU_IDLE = 0.70  # below this, the device waits for work
 FULL_BATCH = 0.90  # batch fill from which batches count as full
+DEVICE_LIMIT = 0.80  # a busy device is "the limit" only from this efficiency on
+CORES_IDLE = 0.5  # cores the engine leaves unused before the verdict asks for more processes
 BUCKET_GAIN = 1.10  # a larger batch must promise this much more evals/s to be advised
 GAMES_PER_BATCH = 2  # the rule of thumb: parallel_games ~ 2 x batch_size / leaves_per_await
 
-KINDS = ("warming up", "paused", "finishing", "device-bound", "batch too small", "fragmented", "starved", "CPU-bound",
-         "contended", "latency-bound", "balanced")
+KINDS = ("warming up", "paused", "finishing", "device-bound", "batch too small", "cores idle", "CPU-bound",
+         "fragmented", "starved", "contended", "latency-bound", "balanced")
 
 
 def aggregate(statuses: list[Status]) -> Status | None:
@@ -62,6 +72,7 @@ def aggregate(statuses: list[Status]) -> Status | None:
         t=max(s.t for s in statuses),
         elapsed=max(s.elapsed for s in statuses),
         loop_cpu_s=sum(s.loop_cpu_s for s in statuses),
+        proc_cpu_s=sum(s.proc_cpu_s for s in statuses),
         loops=len(statuses),
         procs={s.proc if s.pid else str(i): (s.t, s.loop_cpu_s) for i, s in enumerate(statuses)},
         counters=merge([s.counters for s in statuses]),
@@ -117,7 +128,8 @@ class Figures(Rates):
     draining: bool = False
     elapsed: float = 0.0
     host_load: float = 0.0
-    cores: int = 1
+    cores: int = 1  # the cores the engine may run on
+    cores_used: float | None = None  # the engine processes' CPU time over wall time (every thread); None: not reported
     procs: int = 1
 
 
@@ -129,6 +141,7 @@ def figures(a: Status | None, b: Status, devices: int = 1) -> Figures:
         r = rates(Counters(), b.counters, dt, b.loop_cpu_s, b.loops)
         per_proc = [cpu / max(dt, 1e-9) for _, cpu in b.procs.values()]
         busy = b.counters.busy_s
+        cpu = b.proc_cpu_s
     else:
         dt = b.elapsed - a.elapsed
         r = rates(a.counters, b.counters, dt, b.loop_cpu_s - a.loop_cpu_s, b.loops)
@@ -138,6 +151,7 @@ def figures(a: Status | None, b: Status, devices: int = 1) -> Figures:
             if t0 is not None and t1 > t0:
                 per_proc.append((cpu1 - cpu0) / (t1 - t0))
         busy = b.counters.busy_s - a.counters.busy_s
+        cpu = b.proc_cpu_s - a.proc_cpu_s
     f = Figures(**vars(r))
     f.gpu_busy = min(busy / max(dt, 1e-9) / max(devices, 1), 1.0)
     f.loop_busy_procs = [min(max(x, 0.0), 1.0) for x in per_proc]
@@ -148,7 +162,8 @@ def figures(a: Status | None, b: Status, devices: int = 1) -> Figures:
     f.draining = b.draining
     f.elapsed = b.elapsed
     f.host_load = host_load()
-    f.cores = os.cpu_count() or 1
+    f.cores = cores()
+    f.cores_used = cpu / max(dt, 1e-9) if cpu > 0 else None
     f.procs = b.loops
     return f
 
@@ -245,12 +260,13 @@ def _bucket_rate(rates: dict[int, float], b: int) -> float | None:
     return next((rates[k] for k in sorted(rates) if k >= b), None)
 
 
-def _larger_batch(r: Figures, b: int, loop: float) -> int | None:
-    """The smallest batch size (a bucket of the device's rates) that gives
-    at least 95% of the most evals/s any larger bucket promises with the loop
-    projected at most ``LOOP_ROOM`` busy, when it beats ``b``'s bucket by
+def _larger_batch(r: Figures, b: int, loop: float, most: int | None = None) -> int | None:
+    """The smallest batch size (a bucket of the device's rates, at most
+    ``most``: the backend's ``max_batch_size``) that gives at least 95% of
+    the most evals/s any larger bucket promises with the loop projected at
+    most ``LOOP_ROOM`` busy, when it beats ``b``'s bucket by
     ``BUCKET_GAIN``; else None."""
-    rates = {int(k): float(v) for k, v in r.device_rates.items()}
+    rates = {int(k): float(v) for k, v in r.device_rates.items() if most is None or int(k) <= most}
     now = _bucket_rate(rates, b)
     evals = r.nn_evals_s
     if not now or evals <= 0:
@@ -312,13 +328,18 @@ def _diagnose(r: Figures | None, settings: EngineSettings) -> Verdict:
     figs = _figures_text(r, settings)
     if gpu >= GPU_SATURATED:
         if fill >= FULL_BATCH:
-            bigger = _larger_batch(r, b, loop)
+            bigger = _larger_batch(r, b, loop, settings.max_batch_size)
             if bigger is not None:
                 games = max(p, games_needed(bigger, leaves))
                 return Verdict("batch too small",
                                f"batch too small: {figs}; the device does more at batch {bigger}: raise batch_size "
                                f"to {bigger} and parallel_games to {games}",
                                {"batch_size": bigger, "parallel_games": games})
+            if dev == "backend" and procs < cores and r.cores_used is not None and r.cores_used < cores - CORES_IDLE:
+                return _cores_idle(r, figs)
+            eff = r.device_efficiency
+            if eff is not None and eff < DEVICE_LIMIT:
+                return _below_best(r, settings, figs)
             return Verdict("device-bound", f"{dev}-bound: {figs}: the device is the limit; a smaller net or "
                                            f"another {dev if dev == 'GPU' else 'device'} would go faster")
         if p < need:
@@ -358,6 +379,29 @@ def _diagnose(r: Figures | None, settings: EngineSettings) -> Verdict:
                                         f"loop waits on round trips: raise parallel_games to {2 * p}",
                        {"parallel_games": 2 * p})
     return Verdict("balanced", f"balanced: {figs}")
+
+
+def _cores_idle(r: Figures, figs: str) -> Verdict:
+    """A CPU backend busy while the engine leaves cores unused: one process's
+    search and network share one interpreter lock, so one process per core
+    (one torch thread each) uses them all."""
+    return Verdict("cores idle", f"cores idle: {figs}, the engine uses {r.cores_used:.1f} of {r.cores} cores: run "
+                                 f"--procs {r.cores} (one torch thread each) so search and network use them all",
+                   {"procs": r.cores})
+
+
+def _below_best(r: Figures, settings: EngineSettings, figs: str) -> Verdict:
+    """A device busy on full batches that gives less than ``DEVICE_LIMIT``
+    of its measured best, with no larger batch to go to. On a CPU the
+    backend shares its cores with the search: an engine that leaves cores
+    unused is told to run one process per core (one torch thread each);
+    one that uses them all is CPU-bound. On a GPU something else takes it."""
+    if busy_label(settings.device) == "backend":
+        used = f" ({r.cores_used:.1f} in use)" if r.cores_used is not None else ""
+        return Verdict("CPU-bound", f"CPU-bound: {figs}; search and network share all {r.cores} cores{used}: "
+                                    f"fewer playouts, a smaller net or a GPU would go faster")
+    return Verdict("contended", f"contended: {figs}: the GPU is busy but gives less than {DEVICE_LIMIT:.0%} of "
+                                f"its measured best: another program shares it")
 
 
 def games_needed(batch_size: int, leaves_per_await: int = 1) -> int:

@@ -50,7 +50,9 @@ from ..fileio import run_stamp
 from ..killpoint import kill_point
 from ..lifetime import die_with_parent, parent_alive, stop_on_signals
 from ..net.identity import NetworkId, network_of
-from .config import SelfplayConfig
+from .auto import resolve
+from .config import AUTO, SelfplayConfig
+from .report import cores
 from .follow import WeightsFollower
 from ..usererror import RunFailure
 from .status import Status
@@ -105,9 +107,9 @@ def make_engine_backend(cfg: SelfplayConfig, device: str):
     between the engine processes, so K processes do not each start a torch
     thread per core."""
     weights = cfg.weights or None
-    kw: dict = {"max_batch": max(cfg.batch_size, 1)}
+    kw: dict = {"max_batch": cfg.max_batch}
     if weights is not None and device == "cpu":
-        kw["threads"] = max(1, (os.cpu_count() or 1) // max(cfg.procs, 1))
+        kw["threads"] = max(1, cores() // (1 if cfg.procs == AUTO else max(int(cfg.procs), 1)))
     return make_backend(weights, device=device, seed=cfg.seed or None, encoder=cfg.encoder or DEFAULT_ENCODER,
                         device_model=cfg.device_model, device_table=cfg.device_table, **kw)
 
@@ -160,9 +162,11 @@ async def _serve_engine(engine, interval: float, on_status, get_controls) -> Non
 
 def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL,
                   on_signal: OnSignal | None = None, network: NetworkId | None = None,
-                  follower: WeightsFollower | None = None, warn: Warn = _say) -> list[Status]:
+                  follower: WeightsFollower | None = None, warn: Warn = _say,
+                  measured: dict[int, dict[int, float]] | None = None) -> list[Status]:
     """One engine in this process; Ctrl-C and SIGTERM stop it cleanly (and
-    call ``on_signal(signum)``). ``follower`` hands it new networks."""
+    call ``on_signal(signum)``). ``follower`` hands it new networks;
+    ``measured`` holds device curves measured already (``auto.Choice``)."""
     from .engine import Engine
 
     install_uvloop()
@@ -172,7 +176,8 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
     reports = NetworkReports(warn)
 
     async def main() -> None:
-        engine = Engine(cfg, backend, tag=run_stamp(), network=network, make_network=network_maker(cfg, device))
+        engine = Engine(cfg, backend, tag=run_stamp(), network=network, make_network=network_maker(cfg, device),
+                        measured=measured)
 
         def stop(signum: int) -> None:
             if on_signal is not None:
@@ -373,22 +378,28 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
 
 
 def run_selfplay(cfg: SelfplayConfig, reporter, on_signal: OnSignal | None = None,
-                 warn: Warn = _say) -> list[Status]:
+                 warn: Warn = _say, measured: dict[int, dict[int, float]] | None = None) -> list[Status]:
     """Self-play in this process or in engine processes (see the vocabulary).
     A failure of the run (a full disk, a crashed engine) raises SelfplayError
     naming what failed; ``on_signal(signum)`` hears SIGINT and SIGTERM, which
-    stop the run cleanly; ``warn`` takes the follower's one-line reports."""
+    stop the run cleanly; ``warn`` takes the follower's one-line reports.
+    ``batch_size`` / ``procs`` = "auto" are resolved here unless the caller
+    did (``auto.resolve``, whose curve it may hand on as ``measured``)."""
     from .writer import clean_stale_temp
     from .writer_proc import WriterError
 
     clean_stale_temp(cfg.out)
     cfg, network, follower = start_following(cfg, warn)
+    if AUTO in (cfg.batch_size, cfg.procs):  # a caller that did not resolve them (the command line does, first)
+        choice = resolve(cfg)
+        cfg, measured = choice.cfg, choice.measured
+        warn(choice.line)
     devices = [d for d in cfg.device.split(",") if d.strip()]
     try:
         if cfg.procs == 1 and len(devices) <= 1:
             try:
                 return run_inprocess(cfg, reporter, on_signal=on_signal, network=network, follower=follower,
-                                     warn=warn)
+                                     warn=warn, measured=measured)
             except (WriterError, OSError) as e:
                 raise SelfplayError(f"self-play failed: {describe(e)}") from None
         return run_multiprocess(cfg, reporter, on_signal=on_signal, network=network, follower=follower, warn=warn)

@@ -6,7 +6,8 @@ Vocabulary
 EngineSettings  the engine's live values (what the controls change, and
                 what the verdict reads): ``batch_size``, ``parallel_games``,
                 ``timeout_ms``, ``paused``, ``device``, ``leaves_per_await``,
-                ``batches_in_flight``.
+                ``batches_in_flight``, ``max_batch_size`` (the largest
+                batch the backend is built for: the keys stop there).
 Status          ``Engine.status()`` (``selfplay/engine.py``, whose
                 vocabulary says what each field means); ``report.aggregate``
                 adds several processes' up into one (``loops``: how many,
@@ -44,6 +45,7 @@ class EngineSettings:
     device: str = "cpu"
     leaves_per_await: int = 1
     batches_in_flight: int = 2
+    max_batch_size: int = 1024
 
 
 @dataclass
@@ -69,6 +71,7 @@ class Status:
     network_error: str | None = None  # why the last network offered was refused
     loops: int = 1  # engine processes added up in it
     procs: dict[str, tuple[float, float]] = field(default_factory=dict)  # proc -> (t, loop_cpu_s)
+    proc_cpu_s: float = 0.0  # CPU time of the whole process (every thread: the loop, the backend's, the writer's)
 
     @property
     def proc(self) -> str:

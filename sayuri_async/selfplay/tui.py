@@ -163,8 +163,9 @@ class TuiReporter:
     nothing and reads no terminal: call ``view()`` and ``press()``."""
 
     def __init__(self, cfg: SelfplayConfig, console: Console | None = None, interactive: bool = True,
-                 probe: GpuProbe | None = None) -> None:
+                 probe: GpuProbe | None = None, note: str = "") -> None:
         self.cfg = cfg
+        self.note = note  # what batch_size / procs = "auto" picked, shown under the header
         self.console = console or Console()
         self.interactive = interactive
         self.devices = [d.strip() for d in cfg.device.split(",") if d.strip()] or ["cpu"]
@@ -172,10 +173,9 @@ class TuiReporter:
         self.window = Window(5.0, devices=len(self.devices))
         self.history = History(60.0)
         self.probe = probe if probe is not None else GpuProbe(self.devices)
-        cap = cfg.batch_size if cfg.weights else 1024
-        note = (f"a network's backend is built for at most {cap} (restart with a larger --batch-size to go higher)"
-                if cfg.weights else "")
-        self.keys = KeyHandler(max_batch=cap, batch_cap_note=note)
+        cap = cfg.max_batch
+        self.keys = KeyHandler(max_batch=cap, batch_cap_note=f"the backend is built for at most {cap} "
+                                                             f"(restart with a larger --max-batch-size to go higher)")
         self.leaves = max(1, int(getattr(cfg.search, "leaves_per_await", 1)))
         self.reader: KeyReader | None = None
         self.live = None
@@ -342,9 +342,10 @@ class TuiReporter:
         second.append(f"  games {agg.finished if agg else 0}{target} done, {len(agg.games) if agg else 0} live")
         if self.settings().paused:
             second.append("  PAUSED", style="bold yellow reverse")
-        if first.cell_len + second.cell_len <= w:
-            return [first + second]
-        return [first, second]
+        lines = [first + second] if first.cell_len + second.cell_len <= w else [first, second]
+        if self.note:
+            lines.append(Text(f"  {self.note}", style="dim"))
+        return lines
 
     def _verdict(self, w: int, v: Verdict) -> list[Text]:
         style = VERDICT_STYLE.get(v.kind, "")
