@@ -176,7 +176,7 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
         t0 = time.monotonic()
         publish_s = None
         while net is not None and time.monotonic() - t0 < PUBLISH_TIMEOUT_S:
-            fleet.publish_new()
+            fleet.publisher.look()  # the publisher thread's pass, at once
             sts = statuses()
             if len(sts) == a.engines and all(st.network.split("@")[0] == net.stem for st in sts):
                 publish_s = time.monotonic() - t0
