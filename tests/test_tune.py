@@ -14,8 +14,9 @@ from sayuri_async.search.mcts import SearchConfig
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.status import EngineSettings, Status
 from sayuri_async.selfplay.tune import (
-    MeasureSpec, Point, PointMeter, Result, Sample, cv, draw_png, engine_measure, grid, main, recommend, run_sweep,
+    MeasureSpec, Point, PointMeter, Result, Sample, cv, engine_measure, grid, main, recommend, run_sweep,
 )
+from sayuri_async.selfplay.tune_plot import device_curve, draw_curve, draw_png
 
 SPEC = MeasureSpec(warmup_s=3.0, window_s=1.0, min_windows=4, max_windows=8, cv_target=0.05)
 
@@ -230,3 +231,107 @@ def test_a_second_run_keeps_the_first_runs_csv(tmp_path, capsys):
     assert (tmp_path / "tune.csv").read_text() == first
     assert (tmp_path / "tune-2.csv").is_file()
     assert f"table written to {tmp_path / 'tune-2.csv'} ({tmp_path / 'tune.csv'} holds an earlier run's, kept)" in out
+
+
+CURVE = {8: 3000.0, 16: 5000.0, 32: 7000.0, 64: 8000.0, 128: 8100.0}
+
+
+class CurveEngines(FakeEngines):
+    """The fake engines on a CPU with a network: each process reports the
+    device's curve it measured at its start (its share of the cores)."""
+
+    @staticmethod
+    def _status(i: int, t: float, evals: float, cfg: SelfplayConfig) -> Status:
+        st = FakeEngines._status(i, t, evals, cfg)
+        st.settings.device = "cpu"
+        st.device_rates = {b: r / cfg.procs for b, r in CURVE.items()}
+        return st
+
+
+def test_default_procs_grid_is_one_and_the_cores_on_a_cpu(monkeypatch):
+    import sayuri_async.selfplay.tune as tune
+
+    monkeypatch.setattr(tune, "cores", lambda: 8)
+    assert tune.default_procs("cpu") == [1, 8]
+    assert tune.default_procs("cuda:0") == tune.default_procs("model") == tune.default_procs("cuda:0,cuda:1") == [1]
+    monkeypatch.setattr(tune, "cores", lambda: 1)
+    assert tune.default_procs("cpu") == [1]
+    monkeypatch.setattr(tune, "cores", lambda: 4)
+    net = SelfplayConfig(weights="net.safetensors", device="cpu")
+    assert [tune.torch_threads(net, k) for k in (1, 2, 4, 8)] == [4, 2, 1, 1]  # as runner builds the backend
+    assert tune.torch_threads(SelfplayConfig(device="cpu"), 2) is None  # the random network has no threads
+    assert tune.torch_threads(SelfplayConfig(weights="n", device="cuda:0"), 2) is None
+
+
+def test_main_tries_every_core_by_default_and_says_the_threads(tmp_path, capsys, monkeypatch):
+    import sayuri_async.selfplay.tune as tune
+
+    monkeypatch.setattr(tune, "cores", lambda: 2)
+    weights = tmp_path / "net.safetensors"
+    weights.write_bytes(b"not read: the engines are fake")
+    base = SelfplayConfig(weights=str(weights), device="cpu", search=SearchConfig(leaves_per_await=1))
+    fake = CurveEngines()
+    conf = tmp_path / "c.toml"
+    conf.write_text("[selfplay]\nboard_sizes = [9]\n[search]\nleaves_per_await = 1\n")
+    rc = main(["--config", str(conf), "--weights", str(weights), "--device", "cpu", "--batch", "16,64",
+               "--warmup", "3", "--window", "1", "--out", str(tmp_path / "out")],
+              measure=lambda p, s: measure_with(fake, p, s, base))
+    out = " ".join(capsys.readouterr().out.split())
+    assert rc == 0
+    assert sorted({c.procs for c in fake.cfgs}) == [1, 2]  # no --procs: 1 and the cores
+    assert "procs 1,2 (the default: 1 and the 2 cores)" in out
+    assert "procs 2 x 1 thread, games 32, batch 16" in out and "procs 1 x 2 threads, games 128, batch 64" in out
+    assert "procs x threads" in out and "2 x 1" in out  # the table
+    assert "recommended: --procs 2 --parallel-games 128 --batch-size 64" in out
+    assert "1 torch thread(s) per process" in out
+    rows = list(csv.DictReader(open(tmp_path / "out" / "tune.csv")))
+    assert {(r["procs"], r["threads"]) for r in rows} == {("1", "2"), ("2", "1")}
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "curve PNG skipped" in out
+    else:
+        assert f"device curve written to {tmp_path / 'out' / 'curve.png'}" in out
+        assert (tmp_path / "out" / "curve.png").stat().st_size > 1000
+
+
+def test_a_points_result_carries_the_devices_curve():
+    res = measure_with(CurveEngines(), Point(64, 32, 2))
+    assert res.device_rates == pytest.approx(CURVE)  # the two processes' halves added up
+    assert measure_with(FakeEngines(), Point(64, 32, 1)).device_rates == {}  # the random network measures none
+
+
+def test_device_curve_adds_cpu_processes_and_takes_a_gpus_fullest():
+    def st(device: str, rates: dict) -> Status:
+        s = FakeEngines._status(0, 1.0, 0.0, SelfplayConfig(batch_size=8, parallel_games=16))
+        s.settings.device = device
+        s.device_rates = rates
+        return s
+
+    assert device_curve([st("cpu", {8: 100.0, 16: 150.0}), st("cpu", {8: 110.0})]) == {8: 210.0}  # buckets both have
+    assert device_curve([st("cuda:0", {8: 100.0}), st("cuda:0", {8: 90.0, 16: 170.0})]) == {8: 90.0, 16: 170.0}
+    assert device_curve([]) == {} and device_curve([st("cpu", {})]) == {}
+
+
+def test_curve_png_is_drawn_with_the_measured_points(tmp_path):
+    pytest.importorskip("matplotlib")
+    results = [measure_with(CurveEngines(), Point(2 * b, b, k)) for b in (16, 64) for k in (1, 2)]
+    for r in results:
+        r.threads = 2 // r.point.procs
+    msg = draw_curve(results, tmp_path / "curve.png", cpu=True)
+    assert msg == f"device curve written to {tmp_path / 'curve.png'}"
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["curve.png"]  # no temporary left behind
+    gpu = [measure_with(FakeEngines(), Point(32, 16, 1))]
+    gpu[0].device_rates = dict(CURVE)
+    assert "written" in draw_curve(gpu, tmp_path / "gpu.png", cpu=False)
+
+
+def test_curve_png_is_skipped_without_rates_or_matplotlib(tmp_path, monkeypatch):
+    res = measure_with(FakeEngines(), Point(64, 32, 1))
+    msg = draw_curve([res], tmp_path / "c.png", cpu=False)
+    assert "no device curve" in msg and "skipped" in msg and not (tmp_path / "c.png").exists()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    res.device_rates = dict(CURVE)
+    msg = draw_curve([res], tmp_path / "c.png", cpu=False)
+    assert "matplotlib is not installed" in msg and "skipped" in msg and not (tmp_path / "c.png").exists()

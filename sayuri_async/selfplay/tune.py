@@ -4,7 +4,11 @@
 Vocabulary
 ----------
 Point        one setting of the grid: ``parallel_games``, ``batch_size`` and
-             ``procs`` (engine processes per device).
+             ``procs`` (engine processes per device; ``default_procs`` when
+             ``--procs`` is not given: on a CPU 1 and the number of cores).
+threads      torch threads per process (``torch_threads``): on a CPU with a
+             network each of K processes gets cores // K; the table, the CSV
+             and the recommendation say it.
 MeasureSpec  how a point is measured: ``warmup_s`` after every process has
              sent its first batch (excluded: numba loading, CUDA graph
              capture, the first games' openings), then contiguous windows of
@@ -28,6 +32,9 @@ measure      ``measure(point, spec) -> Result``; ``engine_measure(cfg)``
              processes otherwise). Injectable: tests pass a fake one.
 recommend    the point with the highest mean evals/s, and the cheaper points
              whose spread reaches it.
+pictures     ``tune.png`` (the sweep) and ``curve.png`` (the device's curve
+             with the measured points on it) beside ``tune.csv``
+             (``tune_plot``).
 """
 from __future__ import annotations
 
@@ -49,8 +56,9 @@ from ..console import console as wide_console
 from ..usererror import ArgumentParser, UserError, answered, check_device, input_file, output_folder, stopped_by
 from ..infer.stats import add_efficiency, rates
 from .config import SelfplayConfig, add_device_model_options, device_model_overrides, load_selfplay_config
-from .report import Figures, busy_label, device_rates_of, diagnose, host_load
+from .report import Figures, busy_label, cores, device_rates_of, diagnose, host_load
 from .status import Status
+from .tune_plot import device_curve, draw_curve, draw_png
 
 
 @dataclass(frozen=True)
@@ -59,8 +67,10 @@ class Point:
     batch_size: int
     procs: int = 1
 
-    def label(self) -> str:
-        return f"procs {self.procs}, games {self.parallel_games}, batch {self.batch_size}"
+    def label(self, threads: int | None = None) -> str:
+        """``threads``: torch threads per process, where the point sets them."""
+        each = f" x {threads} thread{'s' if threads > 1 else ''}" if threads else ""
+        return f"procs {self.procs}{each}, games {self.parallel_games}, batch {self.batch_size}"
 
 
 @dataclass
@@ -108,6 +118,8 @@ class Result:
     windows: int = 0  # windows measured in all (samples holds the tail)
     stable: bool = False
     error: str = ""
+    device_rates: dict[int, float] = field(default_factory=dict)  # the device's curve (``tune_plot.device_curve``)
+    threads: int | None = None  # torch threads per process (``torch_threads``)
 
     def values(self, key: str) -> list[float]:
         return [getattr(s, key) for s in self.samples if getattr(s, key) is not None]
@@ -262,7 +274,8 @@ class PointMeter:
 
     def result(self) -> Result:
         tail = self.samples[-self.spec.min_windows:] if self.stable else list(self.samples)
-        return Result(self.point, tail, len(self.samples), self.stable, self.error)
+        return Result(self.point, tail, len(self.samples), self.stable, self.error,
+                      device_curve(self.latest.values()))
 
 
 def engine_measure(base: SelfplayConfig, run: Callable | None = None,
@@ -287,7 +300,7 @@ def engine_measure(base: SelfplayConfig, run: Callable | None = None,
                     runner(cfg, meter)
             except Exception as e:  # one bad point (out of memory, say) must not end the sweep
                 meter.error = f"{type(e).__name__}: {e}"
-        return meter.result()
+        return replace(meter.result(), threads=torch_threads(base, point.procs))
 
     return measure
 
@@ -334,8 +347,23 @@ def grid(games: list[str], batches: list[int], procs: list[int], leaves_per_awai
     return out
 
 
+def default_procs(device: str) -> list[int]:
+    """``--procs`` when not given: on a CPU one process and one per core
+    (``report.cores``), the two ends ``procs = "auto"`` chooses between; on a
+    GPU or the device model one (give ``--procs`` when the verdict says
+    CPU-bound)."""
+    return sorted({1, cores()}) if device == "cpu" else [1]
+
+
+def torch_threads(base: SelfplayConfig, procs: int) -> int | None:
+    """Torch threads per engine process at ``procs`` processes: on a CPU with
+    a network each gets its share of the cores (as ``runner`` builds its
+    backend); None where the count does not apply."""
+    return max(1, cores() // max(procs, 1)) if base.weights and base.device == "cpu" else None
+
+
 # ---- output ---------------------------------------------------------------
-CSV_FIELDS = ["procs", "parallel_games", "batch_size", "evals_s_mean", "evals_s_stdev", "evals_s_min",
+CSV_FIELDS = ["procs", "threads", "parallel_games", "batch_size", "evals_s_mean", "evals_s_stdev", "evals_s_min",
               "evals_s_max", "windows", "stable", "avg_batch", "batch_fill", "device_efficiency", "busy",
               "driver_util", "loop_busy", "loop_busy_max", "verdict", "error", "samples_evals_s"]
 
@@ -352,55 +380,12 @@ def write_csv(results: list[Result], path: Path) -> None:
         for r in results:
             p = r.point
             drv = r.mean("driver_util") if r.values("driver_util") else None
-            w.writerow([p.procs, p.parallel_games, p.batch_size, _f(r.mean(), ".1f"), _f(r.stdev, ".1f"),
-                        _f(r.lo, ".1f"), _f(r.hi, ".1f"), r.windows, int(r.stable), _f(r.mean("avg_batch"), ".2f"),
-                        _f(r.mean("batch_fill"), ".4f"), _f(r.mean("efficiency"), ".4f"),
-                        _f(r.mean("gpu_busy"), ".4f"), _f(drv, ".4f"), _f(r.mean("loop_busy"), ".4f"),
-                        _f(r.mean("loop_busy_max"), ".4f"), r.verdict, r.error,
+            w.writerow([p.procs, r.threads or "", p.parallel_games, p.batch_size, _f(r.mean(), ".1f"),
+                        _f(r.stdev, ".1f"), _f(r.lo, ".1f"), _f(r.hi, ".1f"), r.windows, int(r.stable),
+                        _f(r.mean("avg_batch"), ".2f"), _f(r.mean("batch_fill"), ".4f"),
+                        _f(r.mean("efficiency"), ".4f"), _f(r.mean("gpu_busy"), ".4f"), _f(drv, ".4f"),
+                        _f(r.mean("loop_busy"), ".4f"), _f(r.mean("loop_busy_max"), ".4f"), r.verdict, r.error,
                         ";".join(f"{s.evals_s:.1f}" for s in r.samples)])
-
-
-def draw_png(results: list[Result], path: Path, leaves_per_await: int = 1, dev: str = "GPU") -> str:
-    """Evals/s (mean, stdev bars) and busy against batch_size, one line
-    per (procs, games per batch). Returns what happened, in words."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return "matplotlib is not installed (pip install matplotlib): PNG skipped"
-    good = [r for r in results if r.ok]
-    if not good:
-        return "nothing measured: PNG skipped"
-    series: dict[str, list[Result]] = {}
-    for r in good:
-        p = r.point
-        ratio = p.parallel_games * leaves_per_await / p.batch_size
-        series.setdefault(f"procs {p.procs}, games {ratio:.3g}x (batches in flight)", []).append(r)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    for name, rs in sorted(series.items()):
-        rs.sort(key=lambda r: r.point.batch_size)
-        xs = [r.point.batch_size for r in rs]
-        ax1.errorbar(xs, [r.mean() for r in rs], yerr=[r.stdev for r in rs], marker="o", capsize=3, label=name)
-        ax2.plot(xs, [100 * r.mean("gpu_busy") for r in rs], marker="o", label=name)
-    ax1.set_xscale("log", base=2)
-    sizes = sorted({r.point.batch_size for r in good})
-    ax1.set_xticks(sizes, [str(x) for x in sizes])
-    ax1.set_ylim(bottom=0)
-    ax1.set_ylabel("nnEvals/s (mean, stdev)")
-    ax1.set_title("sayuri-async tune")
-    ax1.legend(fontsize=8)
-    ax2.set_ylabel(f"{dev} busy %")
-    ax2.set_xlabel("batch_size")
-    ax2.set_ylim(0, 105)
-    ax1.grid(alpha=0.3)
-    ax2.grid(alpha=0.3)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return f"plot written to {path}"
 
 
 def _pct(r: Result, key: str) -> str:
@@ -408,23 +393,27 @@ def _pct(r: Result, key: str) -> str:
 
 
 def results_table(results: list[Result], best: Result | None, dev: str = "GPU"):
-    """``dev``: what the busy figure measured (``report.busy_label``)."""
+    """``dev``: what the busy figure measured (``report.busy_label``).
+    Where the points set torch threads, the procs column reads ``procs x
+    threads`` (per process)."""
     from rich.table import Table
 
     t = Table(title="sayuri-async tune: nnEvals/s per setting (warm-up excluded)")
-    for col, just in [("procs", "right"), ("games", "right"), ("batch", "right"), ("evals/s", "right"),
-                      ("± stdev", "right"), ("min-max", "right"), ("windows", "right"), ("avg batch", "right"),
-                      ("fill", "right"), ("efficiency", "right"), (f"{dev} busy", "right"), ("driver", "right"),
-                      ("loop max", "right"), ("verdict", "left")]:
+    threads = any(r.threads for r in results)
+    for col, just in [("procs x threads" if threads else "procs", "right"), ("games", "right"), ("batch", "right"),
+                      ("evals/s", "right"), ("± stdev", "right"), ("min-max", "right"), ("windows", "right"),
+                      ("avg batch", "right"), ("fill", "right"), ("efficiency", "right"), (f"{dev} busy", "right"),
+                      ("driver", "right"), ("loop max", "right"), ("verdict", "left")]:
         t.add_column(col, justify=just)
     for r in results:
         p = r.point
+        procs = f"{p.procs} x {r.threads}" if r.threads else str(p.procs)
         if not r.ok:
-            t.add_row(str(p.procs), str(p.parallel_games), str(p.batch_size), "-", "", "", str(r.windows), "",
+            t.add_row(procs, str(p.parallel_games), str(p.batch_size), "-", "", "", str(r.windows), "",
                       "", "", "", "", "", f"[red]{r.error}[/]")
             continue
         win = f"{len(r.samples)}/{r.windows}" + ("" if r.stable else " unstable")
-        t.add_row(str(p.procs), str(p.parallel_games), str(p.batch_size), f"{r.mean():.0f}", f"{r.stdev:.0f}",
+        t.add_row(procs, str(p.parallel_games), str(p.batch_size), f"{r.mean():.0f}", f"{r.stdev:.0f}",
                   f"{r.lo:.0f}-{r.hi:.0f}", win, f"{r.mean('avg_batch'):.1f}", _pct(r, "batch_fill"),
                   _pct(r, "efficiency"), f"{r.mean('gpu_busy'):.0%}", _pct(r, "driver_util"),
                   f"{r.mean('loop_busy_max'):.0%}", r.verdict, style="bold green" if r is best else "")
@@ -437,11 +426,12 @@ def recommendation_lines(best: Result | None, close: list[Result], dev: str = "G
     p = best.point
     eff = f", device efficiency {best.mean('efficiency'):.0%}" if best.values("efficiency") else ""
     lines = [f"recommended: --procs {p.procs} --parallel-games {p.parallel_games} --batch-size {p.batch_size}  "
-             f"({best.mean():.0f} evals/s, stdev {best.stdev:.0f}{eff}, {dev} busy {best.mean('gpu_busy'):.0%})"]
+             f"({best.mean():.0f} evals/s, stdev {best.stdev:.0f}{eff}, {dev} busy {best.mean('gpu_busy'):.0%}"
+             + (f", {best.threads} torch thread(s) per process" if best.threads else "") + ")"]
     if not best.stable:
         lines.append("  note: this point did not settle within the windows allowed; measure longer (--max-windows)")
     for r in close[:3]:
-        lines.append(f"  within its spread and cheaper: {r.point.label()} ({r.mean():.0f} evals/s)")
+        lines.append(f"  within its spread and cheaper: {r.point.label(r.threads)} ({r.mean():.0f} evals/s)")
     return lines
 
 
@@ -494,13 +484,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--games", default="2x",
                    help="parallel games per process: numbers, or Nx for N batches of requests in flight, "
                         "N x batch_size / leaves_per_await (default 2x)")
-    p.add_argument("--procs", default="1", help="engine processes per device, comma-separated (default 1)")
+    p.add_argument("--procs", help="engine processes per device, comma-separated (default: on a CPU 1 and "
+                                   "the number of cores, each process with its share of the cores as torch threads; "
+                                   "elsewhere 1)")
     p.add_argument("--warmup", type=float, default=5.0, help="seconds excluded after the first batch (default 5)")
     p.add_argument("--window", type=float, default=2.0, help="seconds per measurement window (default 2)")
     p.add_argument("--min-windows", type=int, default=4, help="windows that must agree (default 4)")
     p.add_argument("--max-windows", type=int, default=12, help="give up on stability after this many (default 12)")
     p.add_argument("--cv", type=float, default=0.05, help="stability: stdev/mean of the last windows (default 0.05)")
-    p.add_argument("--out", default="runs/tune", help="folder for tune.csv and tune.png (default runs/tune; "
+    p.add_argument("--out", default="runs/tune", help="folder for tune.csv, tune.png and curve.png (default runs/tune; "
                                                       "tune-2.csv ... when an earlier run's are there)")
     return p
 
@@ -520,7 +512,8 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
         spec = from_options(MeasureSpec, {"warmup_s": args.warmup, "window_s": args.window,
                                           "min_windows": args.min_windows, "max_windows": args.max_windows,
                                           "cv_target": args.cv}, SPEC_OPTIONS)
-        batches, procs = _ints(args.batch, "--batch"), _ints(args.procs, "--procs")
+        batches = _ints(args.batch, "--batch")
+        procs = _ints(args.procs, "--procs") if args.procs else default_procs(base.device)
         for b in batches:  # self-play's own ranges, naming tune's options
             from_options(SelfplayConfig, {"batch_size": b}, {"batch_size": "--batch"}, base=base)
         for k in procs:
@@ -551,10 +544,12 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
                 return statistics.fmean(vals) if vals else None
         measure = engine_measure(base, probe=probe)
     dev = busy_label(base.device)
+    why_procs = ("" if args.procs else f" (the default: 1 and the {cores()} cores)" if len(procs) > 1
+                 else " (the default)")
     net = base.weights or ("device model " + base.device_model if dev == "GPU" and base.device.startswith("model")
                            else "random network (no weights)")
     console.print(f"tune: {net} on {base.device}, boards {base.board_sizes}, playouts {base.playouts}, "
-                  f"leaves_per_await {base.search.leaves_per_await}; "
+                  f"leaves_per_await {base.search.leaves_per_await}; procs {','.join(map(str, procs))}{why_procs}; "
                   f"{len(points)} point(s), warm-up {spec.warmup_s:g} s, windows of {spec.window_s:g} s "
                   f"({spec.min_windows} agreeing within {spec.cv_target:.0%}, at most {spec.max_windows})",
                   highlight=False)
@@ -564,16 +559,16 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
     def on_start(p: Point) -> None:
         t0[0] = time.monotonic()
         if console.is_terminal:
-            console.print(f"  {p.label():<36} measuring...", end="\r", highlight=False)
+            console.print(f"  {p.label(torch_threads(base, p.procs)):<36} measuring...", end="\r", highlight=False)
 
     def on_result(r: Result) -> None:
         took = f"{time.monotonic() - t0[0]:5.0f} s"
         if r.ok:
-            console.print(f"  {r.point.label():<36} {r.mean():9.0f} evals/s  stdev {r.stdev:7.0f}  "
+            console.print(f"  {r.point.label(r.threads):<36} {r.mean():9.0f} evals/s  stdev {r.stdev:7.0f}  "
                           f"{dev} {r.mean('gpu_busy'):4.0%}  {len(r.samples)}/{r.windows} windows"
                           f"{'' if r.stable else ' (unstable)'}  {took}", highlight=False)
         else:
-            console.print(f"  {r.point.label():<36} failed: {r.error}  {took}", highlight=False)
+            console.print(f"  {r.point.label(r.threads):<36} failed: {r.error}  {took}", highlight=False)
 
     results = run_sweep(points, measure, spec, on_result, on_start)
     best, close = recommend(results)
@@ -584,6 +579,8 @@ def main(argv: list[str] | None = None, measure: MeasureFn | None = None) -> int
     console.print(f"table written to {csv_path}{earlier}", highlight=False)
     console.print(draw_png(results, csv_path.with_suffix(".png"), base.search.leaves_per_await, dev),
                   highlight=False)
+    curve_png = csv_path.with_name(csv_path.name.replace("tune", "curve", 1)).with_suffix(".png")
+    console.print(draw_curve(results, curve_png, base.device == "cpu"), highlight=False)
     for line in recommendation_lines(best, close, dev):
         console.print(line, highlight=False)
     return 0 if best is not None else 1
