@@ -157,6 +157,7 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
                                  cpu_engines=a.engines, cpu_device=a.device, poll_s=a.poll, stop_file=False)
         fleet = Fleet(settings, ray, ClusterView(every=1e9, stream=io.StringIO()), say=lambda text: None)
         fleet.start_services()
+        fleet.publisher.start()  # the run's publisher thread: it looks every PUBLISH_EVERY_S
         fleet.sync_nodes()
 
         def statuses() -> list[Status]:
@@ -176,7 +177,6 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
         t0 = time.monotonic()
         publish_s = None
         while net is not None and time.monotonic() - t0 < PUBLISH_TIMEOUT_S:
-            fleet.publisher.look()  # the publisher thread's pass, at once
             sts = statuses()
             if len(sts) == a.engines and all(st.network.split("@")[0] == net.stem for st in sts):
                 publish_s = time.monotonic() - t0
