@@ -51,6 +51,7 @@ from sayuri_async.go.board import BLACK
 from sayuri_async.go.game import Game, Rules
 from sayuri_async.infer.batcher import Batcher
 from sayuri_async.infer.worker import Worker
+from sayuri_async.net.board_sizes import check_board_size
 from sayuri_async.search.mcts import Search
 from sayuri_async.search.tree import add_virtual_loss, remove_virtual_loss
 from sayuri_async.search.value import winrate
@@ -135,10 +136,8 @@ class Engine:
         self.worker = Worker(name="infer")
         self.batcher: Batcher | None = None
         self.size_range = board_size_range(backend)
-        lo, hi = self.size_range
-        if not lo <= cfg.game.board_size <= hi:
-            raise ValueError(f"game.board_size {cfg.game.board_size} is outside {lo}..{hi}, "
-                             f"the sizes the network supports")
+        check_board_size(cfg.net.weights or getattr(backend, "name", "the network"), *self.size_range,
+                         cfg.game.board_size, "[game] board_size")
         self.game = Game(cfg.game.board_size, cfg.game.komi, self.rules)
         self._status: tuple[tuple, StoneStatus] | None = None  # (position key, its judgement)
         self.new_game(cfg.game.board_size)

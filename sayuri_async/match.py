@@ -283,6 +283,10 @@ def make_player(spec: str, args) -> Player:
     if weights is not None and not Path(weights).is_file():
         raise UserError(f"player {spec!r}: neither a weights file, 'random', nor a GTP command line "
                         f"(a quoted command with its options, or gtp:COMMAND)")
+    if weights is not None:
+        from .net.weights import refuse_board_sizes
+
+        refuse_board_sizes(weights, [args.board], "--board")  # before the network is loaded
     backend = make_backend(weights, device=args.device, max_batch=args.batch_size)
     name = "random" if weights is None else Path(weights).stem
     return NetPlayer(name, backend, args.playouts, args.gumbel, args.resign, args.batch_size,

@@ -39,7 +39,8 @@ def test_engine_with_weights(weights, tmp_path):
     finally:
         p.close()
         err.close()
-    assert "outside 7..13" in (tmp_path / "stderr.txt").read_text()
+    assert "declares board sizes 7..13, so it cannot play [game] board_size 19" in \
+        (tmp_path / "stderr.txt").read_text()
 
     conf = tmp_path / "nine.toml"
     conf.write_text("[game]\nboard_size = 9\n")

@@ -138,7 +138,8 @@ def test_an_empty_data_file_is_named_in_a_warning(tmp_path, capsys):
     # nothing imported at all: said so, exit status 2
     assert data_main([str(empty), "-o", str(tmp_path / "d2")]) == 2
     out = capsys.readouterr()
-    assert out.err.strip().splitlines()[-1] == f"sayuri-async import-data: nothing imported: no records read from {empty}"
+    last = out.err.strip().splitlines()[-1]
+    assert last == f"sayuri-async import-data: nothing imported: no records read from {empty}"
     assert out.out == "" and not list((tmp_path / "d2").glob("*.npz"))
 
 
@@ -317,3 +318,42 @@ def test_match_sgf_on_a_full_disk_names_the_file(tmp_path, capsys, monkeypatch):
     assert status == 1 and len(lines) == 1, lines
     assert lines[0].startswith(f"sayuri-async match: {tmp_path / 'g'}/") and lines[0].endswith(
         ".sgf: No space left on device"), lines
+
+
+# ---------------------------------------------------------------------------
+# a network that declares other board sizes
+
+
+@pytest.fixture
+def net_7x7(tmp_path) -> Path:
+    return tiny_weights(tmp_path / "w7.safetensors", board_size_min=7, board_size_max=7)
+
+
+@pytest.mark.parametrize("command, option", [
+    ("selfplay --no-tui --weights {w} --board-size 9 --num-games 1 --out {dir}/sp", "--board-size 9"),
+    ("selfplay --no-tui --weights {w} --num-games 1 --out {dir}/sp", f"{ROOT}/configs/selfplay-9x9.toml: "
+                                                                     "[selfplay] board_sizes 9"),
+    ("match {w} random --board 9 --games 1 --playouts 2", "--board 9"),
+], ids=["selfplay-option", "selfplay-config", "match"])
+def test_a_board_size_the_network_does_not_declare_is_refused(command, option, net_7x7, tmp_path, capsys,
+                                                              monkeypatch):
+    monkeypatch.chdir(ROOT)
+    status, lines = run_cli(command.format(w=net_7x7, dir=tmp_path), capsys)
+    name = command.split()[0]
+    assert status == 2 and len(lines) == 1, lines
+    assert lines[0] == (f"sayuri-async {name}: {net_7x7}: the network declares board sizes 7..7, so it cannot "
+                        f"play {option}"), lines
+    assert not (tmp_path / "sp" / "data").exists() or not list((tmp_path / "sp" / "data").glob("*.npz"))
+
+
+def test_gtp_refuses_it_in_the_same_words(net_7x7, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    status, lines = run_cli(f"gtp --weights {net_7x7}", capsys)
+    assert status == 2 and lines[-1] == (f"sayuri-async: {net_7x7}: the network declares board sizes 7..7, so it "
+                                         f"cannot play [game] board_size 19"), lines
+
+
+def test_a_declared_board_size_plays(net_7x7, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    status, lines = run_cli(f"match {net_7x7} random --board 7 --games 1 --playouts 2", capsys)
+    assert status == 0, lines

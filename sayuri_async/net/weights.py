@@ -37,6 +37,7 @@ import torch
 
 from ..encoders import ENCODERS
 from ..fileio import write_safetensors
+from .board_sizes import check_board_size
 from .model import Net, NetConfig
 from ..usererror import UserError
 
@@ -135,6 +136,21 @@ def check_whole(path: str | os.PathLike) -> None:
     need = 8 + hlen + max(ends, default=0)
     if size < need:
         raise WeightsError(f"{path}: truncated ({size} of {need} bytes)")
+
+
+def refuse_board_sizes(path: str | os.PathLike, sizes: list[int], option: str) -> None:
+    """``board_sizes.check_board_size`` (a ``BoardSizeError``) for each of
+    ``sizes`` against the board sizes the header of ``path`` declares
+    (cheap: the header alone). A file without our header (Sayuri's own
+    format, which declares none) passes: loading it says what else is
+    wrong."""
+    try:
+        md = read_header(path)
+        lo, hi = int(md["board_size_min"]), int(md["board_size_max"])
+    except (WeightsError, KeyError, TypeError, ValueError):
+        return
+    for size in sizes:
+        check_board_size(str(path), lo, hi, size, option)
 
 
 def tensor_table(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:

@@ -81,6 +81,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if cfg.weights:
         input_file(cfg.weights, named("weights", args.weights), "weights file")
+        from ..net.weights import refuse_board_sizes
+
+        sizes_from = "--board-size" if args.board_sizes else (f"{config}: [selfplay] board_sizes" if config
+                                                                else "the default board size")
+        refuse_board_sizes(cfg.weights, cfg.board_sizes, sizes_from)
     if cfg.follow_weights and Path(cfg.follow_weights).exists() and not Path(cfg.follow_weights).is_dir():
         where = "--follow-weights" if args.follow_weights is not None else f"{config}: [selfplay] follow_weights"
         raise UserError(f"{where} {cfg.follow_weights}: not a folder (it holds the networks to follow)")
