@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .usererror import answered
 
-COMPILING = ("selfplay", "gtp", "loop", "match", "tune")  # commands whose first start may compile
+COMPILING = ("selfplay", "gtp", "loop", "match", "rate", "tune")  # commands whose first start may compile
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "selfplay": ("sayuri_async.selfplay.cli", "self-play games with the live TUI, writing training data and SGF"),
@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "train": ("sayuri_async.train.cli", "train a network on self-play chunks"),
     "loop": ("sayuri_async.loop", "the RL loop: self-play, train, export, repeat"),
     "match": ("sayuri_async.match", "play networks or GTP engines against each other"),
+    "rate": ("sayuri_async.rating.cli", "a round robin of networks (search settings) and GTP engines: Elo with intervals"),
     "tune": ("sayuri_async.selfplay.tune", "measure evals/s over a grid of batch settings"),
     "import-weights": ("sayuri_async.sayuri.cli", "convert a Sayuri weights file to ours"),
     "import-data": ("sayuri_async.sayuri.cli:data_main", "convert Sayuri training data to our chunks"),

@@ -339,6 +339,8 @@ class GameOutcome:
     a_seconds: float  # wall time A spent choosing them
     reason: str  # how the game ended (``GameRecord.reason``)
     record: str  # the game's result string (``B+3.5``, ``W+R`` ...)
+    b_moves: int = 0  # the same for B
+    b_seconds: float = 0.0
 
 
 async def play_game(a: Player, b: Player, k: int, opening: list[int], size: int, komi: float,
@@ -357,14 +359,15 @@ async def play_game(a: Player, b: Player, k: int, opening: list[int], size: int,
     finally:
         await pa.close()
         await pb.close()
-    a_color = BLACK if a_black else WHITE
+    a_color, b_color = (BLACK, WHITE) if a_black else (WHITE, BLACK)
     s = (1.0 if a_black else -1.0) * rec.score
     if sgf_dir is not None:
         info = SgfInfo(black=black.name, white=white.name, result=rec.result)
         save_sgf_file(sgf_dir / f"{a.name}-vs-{b.name}-{k:04d}.sgf", rec.game, info, result=rec.result)
+    played = rec.moves[len(opening):]
     return GameOutcome("W" if s > 0 else "L" if s < 0 else "D", a_black,
-                       sum(1 for c, _ in rec.moves[len(opening):] if c == a_color), rec.time_used[a_color],
-                       rec.reason, rec.result)
+                       sum(1 for c, _ in played if c == a_color), rec.time_used[a_color], rec.reason, rec.result,
+                       sum(1 for c, _ in played if c == b_color), rec.time_used[b_color])
 
 
 async def run_match(a: Player, b: Player, games: int, size: int, komi: float, concurrency: int,
