@@ -120,11 +120,12 @@ class Record:
 
 async def play_pool(players: dict[str, Player], record: Record, games: int, concurrency: int,
                     on_game: Callable[[GameResult], None] | None = None,
-                    play: Callable[..., Awaitable[GameOutcome]] = play_game) -> int:
+                    play: Callable[..., Awaitable[GameOutcome]] | None = None) -> int:
     """Play every game of the schedule of ``players`` that ``record`` lacks,
     ``concurrency`` at once, adding each to ``record`` and calling
     ``on_game`` as it finishes; the number of games played. ``play``: the
-    game player (``match.play_game``'s signature)."""
+    game player (default ``match.play_game``, or one of its signature)."""
+    play = play or play_game
     s = record.settings
     todo = [key for key in schedule(list(players), games) if key not in record.games]
     openings = match_openings((games + 1) // 2, s["board"], s["random_opening"], s["seed"])

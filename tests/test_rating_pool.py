@@ -1,0 +1,186 @@
+"""``sayuri-async rate`` (``sayuri_async.rating``): the pool file, the
+schedule, a pool stopped after k games that continues without playing them
+again, refusals of a record of other settings, and the search settings a
+player carries (tree reuse off starts every move from an empty tree).
+
+The pools are three random-network players on 7x7 at 4 playouts: a game
+takes a fraction of a second.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from sayuri_async import cli
+from sayuri_async.configfile import ConfigError
+from sayuri_async.go.game import Game
+from sayuri_async.match import make_player
+from sayuri_async.rating import cli as rate_cli
+from sayuri_async.rating import pool as pool_mod
+from sayuri_async.rating.players import load_pool
+from sayuri_async.rating.pool import schedule
+
+POOL = """\
+[pool]
+board = 7
+komi = 7
+games = 2
+concurrency = 1
+{anchor}
+[defaults]
+weights = "random"
+playouts = {playouts}
+
+[[player]]
+name = "puct"
+
+[[player]]
+name = "gumbel"
+search = "gumbel"
+
+[[player]]
+name = "fresh"
+reuse_tree = false
+"""
+
+
+def pool_file(tmp_path: Path, playouts: int = 4, anchor: str = "") -> Path:
+    path = tmp_path / "pool.toml"
+    path.write_text(POOL.format(playouts=playouts, anchor=f'anchor = "{anchor}"' if anchor else ""))
+    return path
+
+
+def test_the_shipped_pool_file_names_twelve_players():
+    pf = load_pool(Path(__file__).resolve().parents[1] / "configs" / "rate-9x9-search.toml")
+    assert len(pf.players) == 12 and pf.anchor == "mean" and pf.pool.komi == 7
+    assert {(p.search, p.playouts, p.reuse_tree) for p in pf.players} == {
+        (s, n, r) for s in ("puct", "gumbel") for n in (16, 64, 200) for r in (True, False)}
+    assert all(Path(p.weights).name == "gnugo9c-reh2-4x48.safetensors" for p in pf.players)
+
+
+@pytest.mark.parametrize("body, message", [
+    ('[pool]\ngames = 0\n', r"\[pool\] games: must be"),
+    ('[pool]\nbord = 9\n', r"\[pool\] bord: unknown key"),
+    ('[pool]\nanchor = "nobody"\n', r"anchor: 'nobody' is neither 'mean' nor a player's name"),
+    ('[[player]]\nname = "b"\nweights = "random"\ngtp = "x y"\n', r"\[player 3 \(b\)\] weights: give either"),
+    ('[[player]]\nname = "a"\n', r"name 'a' is given twice"),
+    ('[[player]]\nname = "c d"\n', r"\[player 3\ \(c d\)] name: must be"),
+    ('[engines]\n', r"unknown section \[engines\]"),
+])
+def test_a_bad_pool_file_is_refused_naming_the_file_and_key(tmp_path, body, message):
+    path = tmp_path / "bad.toml"
+    path.write_text('[defaults]\nweights = "random"\n[[player]]\nname = "a"\n[[player]]\nname = "b2"\n' + body)
+    with pytest.raises(ConfigError, match=message) as e:
+        load_pool(path)
+    assert str(e.value).startswith(str(path))
+
+
+def test_the_schedule_plays_in_rounds_whatever_the_order_of_the_file():
+    s = schedule(["puct", "gumbel", "fresh"], 2)
+    assert s == [("fresh", "gumbel", 0), ("fresh", "puct", 0), ("gumbel", "puct", 0),
+                 ("fresh", "gumbel", 1), ("fresh", "puct", 1), ("gumbel", "puct", 1)]
+    assert schedule(["fresh", "puct", "gumbel"], 2) == s
+
+
+def test_a_pool_stopped_after_k_games_continues_without_playing_them_again(tmp_path, monkeypatch, capsys):
+    path = pool_file(tmp_path)
+    out = tmp_path / "out" / "pool"
+    real = pool_mod.play_game
+    played: list[tuple[str, str, int]] = []
+
+    def stopping_after(k: int):
+        async def play(a, b, game, *rest):
+            if len(played) == k:
+                raise KeyboardInterrupt  # Ctrl-C during game k + 1
+            played.append((a.name, b.name, game))
+            return await real(a, b, game, *rest)
+        return play
+
+    monkeypatch.setattr(pool_mod, "play_game", stopping_after(2))
+    assert rate_cli.main([str(path), "--out", str(out)]) == 130
+    first = json.loads(Path(f"{out}.json").read_text())
+    assert len(first["games"]) == 2 and first["progress"] == {"games": 2, "scheduled": 6, "games_per_pair": 2}
+    assert "in progress" in Path(f"{out}.md").read_text()
+
+    monkeypatch.setattr(pool_mod, "play_game", stopping_after(10 ** 6))
+    assert rate_cli.main([str(path), "--out", str(out)]) == 0
+    assert len(played) == 6 and len(set(played)) == 6  # the two recorded games were not played again
+    done = json.loads(Path(f"{out}.json").read_text())
+    assert len(done["games"]) == 6 and [g for g in done["games"] if (g["x"], g["y"], g["k"]) in
+                                        {(x["x"], x["y"], x["k"]) for x in first["games"]}] == first["games"]
+    assert {r["name"] for r in done["standings"]} == {"puct", "gumbel", "fresh"}
+    assert sum(r["score"] for r in done["standings"]) == 6 and all(r["games"] == 4 for r in done["standings"])
+    md = Path(f"{out}.md").read_text()
+    assert "6 of 6 games (complete" in md and "| fresh | gumbel | 2 |" in md
+
+    # more games a pair only adds games; the same command again plays nothing
+    assert rate_cli.main([str(path), "--out", str(out), "--games", "3"]) == 0
+    assert len(played) == 9
+    assert rate_cli.main([str(path), "--out", str(out), "--games", "3"]) == 0
+    assert len(played) == 9
+
+
+def test_ratings_with_intervals_or_the_reason_there_are_none(tmp_path):
+    path = pool_file(tmp_path, anchor="mean")
+    out = tmp_path / "pool"
+    assert rate_cli.main([str(path), "--out", str(out)]) == 0
+    fig = json.loads(Path(f"{out}.json").read_text())
+    if "error" in fig["fit"]:  # two games a pair may leave a player without a point
+        assert "scored no point against" in fig["fit"]["error"]
+        assert "No ratings yet" in Path(f"{out}.md").read_text()
+    else:
+        assert abs(sum(r["elo"] for r in fig["standings"])) < 0.5
+        assert all(r["elo95"][0] < r["elo"] < r["elo95"][1] for r in fig["standings"])
+        assert all(len(p["elo_difference95"]) == 2 for p in fig["pairs"])
+
+
+def test_a_record_of_other_settings_or_players_is_refused_in_one_line(tmp_path, capsys):
+    path = pool_file(tmp_path)
+    out = tmp_path / "pool"
+    assert rate_cli.main([str(path), "--out", str(out), "--games", "1"]) == 0
+    capsys.readouterr()
+    (tmp_path / "other").mkdir()
+    changed = pool_file(tmp_path / "other", playouts=5)
+    assert rate_cli.main([str(changed), "--out", str(out), "--games", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "player 'puct' played its games there as PUCT, 4 playouts" in err
+    # --fresh starts over
+    assert rate_cli.main([str(changed), "--out", str(out), "--games", "1", "--fresh"]) == 0
+    Path(f"{out}.json").write_text("{not json")
+    capsys.readouterr()
+    assert rate_cli.main([str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not a rating pool's JSON" in err
+
+
+def test_rate_is_a_subcommand():
+    assert "rate" in cli.SUBCOMMANDS
+    with pytest.raises(SystemExit) as e:
+        cli.main(["rate", "--help"])
+    assert e.value.code == 0
+
+
+def root_visits_after_our_move(reuse_tree: bool) -> int:
+    """Visits under the root when our search meets the position after its own move."""
+    p = make_player("random", SimpleNamespace(device="cpu", batch_size=4, playouts=300, gumbel=False, resign=0.0,
+                                              reuse_tree=reuse_tree)).fork()
+
+    async def go() -> int:
+        await p.start(5, 0.0)
+        game = Game(5, 0.0)
+        game.play(await p.genmove(game))
+        p.search.sync(game)
+        visits = int(p.search.stats(5)[0].sum())
+        await p.close()
+        return visits
+
+    return asyncio.run(go())
+
+
+def test_tree_reuse_off_starts_every_move_from_an_empty_tree():
+    assert root_visits_after_our_move(True) > 0
+    assert root_visits_after_our_move(False) == 0
