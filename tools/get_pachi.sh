@@ -81,5 +81,5 @@ if ! make -C "$SRC" -j "$JOBS" pachi CC="$CC" \
 fi
 install -m 755 "$SRC/pachi" "$BIN.new"
 mv -f "$BIN.new" "$BIN"
-check "$BIN" || fail "the built $BIN does not answer GTP as Pachi 11.99 should"
+check "$BIN" || { rm -f "$BIN"; fail "the built Pachi does not answer GTP as Pachi 11.99 should (removed)"; }
 say "built $BIN: GTP checked on 9x9 (komi 7, Chinese rules, one thread, no pondering)"
