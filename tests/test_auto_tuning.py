@@ -3,8 +3,6 @@ verdict's batch and process advice, ``batch_size = "auto"`` and ``procs =
 "auto"`` (``net/backends.py``, ``selfplay/report.py``, ``selfplay/auto.py``)."""
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from sayuri_async.net.backends import measure_curve, median_rate
@@ -50,9 +48,19 @@ def test_the_curve_stops_at_a_bucket_whose_pass_would_take_too_long_or_overrun_t
         return b * 0.01  # 100 evals/s whatever the batch
 
     assert set(measure_curve([1, 2, 4, 8, 16, 32, 64], timed_pass, budget_s=1e9, pass_max_s=0.2)) == {1, 2, 4, 8, 16}
-    clock = itertools.count(0.0, 0.0).__next__  # no time passes: only the projection counts
-    # 7 passes of 0.32 s at bucket 32 would overrun a 2 s budget
-    assert max(measure_curve([1, 2, 4, 8, 16, 32], timed_pass, budget_s=2.0, pass_max_s=1e9, clock=clock)) == 16
+    # 7 passes each of 1..8 take 1.05 s; with 16 they would take 2.17 s, over a 2 s budget
+    assert max(measure_curve([1, 2, 4, 8, 16, 32], timed_pass, budget_s=2.0, pass_max_s=1e9)) == 8
+
+
+def test_the_curve_goes_round_the_buckets_so_a_load_change_slows_them_alike():
+    order: list[int] = []
+
+    def timed_pass(b: int) -> float:
+        order.append(b)
+        return b * 0.01
+
+    measure_curve([1, 2, 4], timed_pass, budget_s=1e9, pass_max_s=1e9, warm=2, timed=2)
+    assert order == [1, 2, 4] * 4
 
 
 # ---- the verdict ---------------------------------------------------------------
@@ -150,7 +158,7 @@ def test_resolve_picks_batch_games_and_procs_and_says_why():
     assert choice.cfg.max_batch_size == 256
     assert seen == {"threads": 1, "probe": (9, 64, [1, 2], 2)}
     assert choice.line.startswith("auto: batch_size 64 (") and "procs 2 x 1 torch thread(s)" in choice.line
-    assert choice.measured == {}  # two processes measure their own curves
+    assert choice.measured == {9: CPU_CURVE}  # measured with one thread: each of the two processes' share
     one = auto.resolve(SelfplayConfig(batch_size="auto", weights="net.safetensors"), measure=measure, probe=probe,
                        total_cores=1)
     assert one.cfg.procs == 1 and one.measured == {9: CPU_CURVE}

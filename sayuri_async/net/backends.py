@@ -62,10 +62,10 @@ from ..encoders import DEFAULT_ENCODER, get_encoder
 if TYPE_CHECKING:
     from .model import Net
 
-# the curve (``measure_rates``): per bucket RATE_WARM_PASSES untimed passes,
-# then the median of RATE_TIMED_PASSES timed ones; buckets grow until a pass
-# would take over RATE_PASS_MAX_S or the whole curve would overrun
-# RATE_BUDGET_S (per board size)
+# the curve (``measure_curve``): per bucket RATE_WARM_PASSES untimed passes,
+# then the median of RATE_TIMED_PASSES timed ones, in sweeps over the
+# buckets; buckets grow until a pass would take over RATE_PASS_MAX_S or the
+# whole curve would overrun RATE_BUDGET_S (per board size)
 RATE_WARM_PASSES = 2
 RATE_TIMED_PASSES = 5
 RATE_PASS_MAX_S = 0.5
@@ -83,23 +83,34 @@ def median_rate(batch: int, seconds: list[float]) -> float:
 
 def measure_curve(buckets: list[int], timed_pass: "Callable[[int], float]",
                   budget_s: float = RATE_BUDGET_S, pass_max_s: float = RATE_PASS_MAX_S,
-                  warm: int = RATE_WARM_PASSES, timed: int = RATE_TIMED_PASSES,
-                  clock: "Callable[[], float]" = time.perf_counter) -> dict[int, float]:
+                  warm: int = RATE_WARM_PASSES, timed: int = RATE_TIMED_PASSES) -> dict[int, float]:
     """The curve ``{bucket: evals/s}`` over ``buckets`` (ascending):
     ``timed_pass(b)`` runs one full batch of ``b`` and returns its seconds.
-    A bucket is measured only when its projected passes (from the last
-    bucket's rate) fit both limits; the first that does not ends the curve."""
-    rates: dict[int, float] = {}
-    start = clock()
+
+    A first sweep runs one untimed pass of each bucket, ascending, while the
+    next one's projected pass (from the last bucket's) stays within
+    ``pass_max_s`` and all the passes of the buckets taken within
+    ``budget_s``. The other passes go round the buckets taken, sweep after
+    sweep, so that a machine whose load changes meanwhile slows every bucket
+    alike; each bucket's rate is the median of its ``timed`` timed passes."""
+    taken: list[int] = []
+    first: dict[int, float] = {}
     for b in buckets:
-        if rates:
-            per_pass = b / rates[max(rates)]
-            if per_pass > pass_max_s or clock() - start + (warm + timed) * per_pass > budget_s:
+        if taken:
+            last = taken[-1]
+            per_pass = first[last] * b / last
+            if per_pass > pass_max_s or (warm + timed) * (sum(first.values()) + per_pass) > budget_s:
                 break
-        for _ in range(warm):
+        first[b] = timed_pass(b)
+        taken.append(b)
+    for _ in range(max(warm - 1, 0)):
+        for b in taken:
             timed_pass(b)
-        rates[b] = median_rate(b, [timed_pass(b) for _ in range(timed)])
-    return rates
+    times: dict[int, list[float]] = {b: [] for b in taken}
+    for _ in range(timed):
+        for b in taken:
+            times[b].append(timed_pass(b))
+    return {b: median_rate(b, times[b]) for b in taken}
 
 
 @dataclass

@@ -33,6 +33,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..usererror import RunFailure
 from .config import AUTO, SelfplayConfig
 from .report import cores, games_needed
 
@@ -42,12 +43,16 @@ PROBE_SECONDS = 1.0  # forward passes per candidate of procs = "auto"
 PROBE_START_S = 120.0  # a candidate's processes must report within this (spawn, torch import, weights)
 
 
+class AutoError(RuntimeError, RunFailure):
+    """A measurement for "auto" failed; the message says which, in one line."""
+
+
 @dataclass(frozen=True)
 class Choice:
     cfg: SelfplayConfig  # batch_size, parallel_games and procs resolved
     line: str  # "" when nothing was "auto"
-    # the curve measured for the pick, by board size: an engine in this
-    # process with these settings need not measure it again
+    # the curve measured for the pick, by board size: an engine with these
+    # settings (its share of the cores) need not measure it again
     measured: dict[int, dict[int, float]] = field(default_factory=dict)
 
 
@@ -69,24 +74,31 @@ def pick_procs(rates: dict[int, float], within: float = AUTO_WITHIN) -> int:
     return max(k for k, r in rates.items() if r >= (1 - within) * best)
 
 
+def _passes(be, n: int, batch: int, seconds: float) -> float:
+    """Median evals/s of forward passes of ``batch`` run for ``seconds``
+    (at least three) after one untimed pass."""
+    from ..net.backends import median_rate
+
+    x = np.zeros((batch, be.planes, n, n), dtype=np.uint8)
+    times: list[float] = []
+    stop = time.perf_counter() + seconds
+    while time.perf_counter() < stop or len(times) < 3:
+        t0 = time.perf_counter()
+        be.run(x)
+        times.append(time.perf_counter() - t0)
+    return median_rate(batch, times)
+
+
 def _probe(weights: str, threads: int, n: int, batch: int, seconds: float, barrier, out) -> None:
-    """One candidate process: wait for its siblings, then run forward passes
-    of ``batch`` for ``seconds``; sends its median rate."""
+    """One process of a candidate: load the network, wait for its
+    siblings, then time passes; sends its rate (or its error's line)."""
     try:
         from ..backend_factory import make_backend
-        from ..net.backends import median_rate
 
         be = make_backend(weights, device="cpu", threads=threads, max_batch=batch)
-        x = np.zeros((batch, be.planes, n, n), dtype=np.uint8)
-        be.run(x)
+        be.run(np.zeros((1, be.planes, n, n), dtype=np.uint8))
         barrier.wait(timeout=PROBE_START_S)
-        times: list[float] = []
-        stop = time.perf_counter() + seconds
-        while time.perf_counter() < stop or len(times) < 3:
-            t0 = time.perf_counter()
-            be.run(x)
-            times.append(time.perf_counter() - t0)
-        out.put(median_rate(batch, times))
+        out.put(_passes(be, n, batch, seconds))
     except Exception as e:  # the parent reports it in one line
         out.put(f"{type(e).__name__}: {e}")
 
@@ -94,26 +106,45 @@ def _probe(weights: str, threads: int, n: int, batch: int, seconds: float, barri
 def forward_rates(weights: str, n: int, batch: int, candidates: list[int], total_cores: int,
                   seconds: float = PROBE_SECONDS) -> dict[int, float]:
     """Total evals/s of ``k`` processes of ``total_cores // k`` torch threads
-    each, running passes of ``batch`` on board ``n`` at once, per ``k``."""
+    each, running passes of ``batch`` on board ``n`` at once, per ``k``.
+    This process is one of them (the only one for ``k = 1``); the others
+    are spawned for the measurement. Its torch thread count is put back."""
+    import torch
+
+    from ..backend_factory import make_backend
+
     ctx = mp.get_context("spawn")
+    threads_before = torch.get_num_threads()
     rates: dict[int, float] = {}
-    for k in candidates:
-        barrier, out = ctx.Barrier(k), ctx.Queue()
-        procs = [ctx.Process(target=_probe, args=(weights, max(total_cores // k, 1), n, batch, seconds, barrier, out),
-                             name=f"procs-probe-{k}-{i}", daemon=True) for i in range(k)]
-        for p in procs:
-            p.start()
-        try:
-            got = [out.get(timeout=PROBE_START_S + 10 * seconds) for _ in procs]
-        finally:
+    try:
+        for k in candidates:
+            threads = max(total_cores // k, 1)
+            be = make_backend(weights, device="cpu", threads=threads, max_batch=batch)
+            barrier, out = ctx.Barrier(k), ctx.Queue()
+            procs = [ctx.Process(target=_probe, args=(weights, threads, n, batch, seconds, barrier, out),
+                                 name=f"procs-probe-{k}-{i}", daemon=True) for i in range(k - 1)]
             for p in procs:
-                p.join(timeout=10)
-                if p.is_alive():
-                    p.terminate()
-        errors = [g for g in got if isinstance(g, str)]
-        if errors:
-            raise RuntimeError(f"procs = auto: the measurement failed: {errors[0]}")
-        rates[k] = float(sum(got))
+                p.start()
+            try:
+                be.run(np.zeros((1, be.planes, n, n), dtype=np.uint8))
+                if procs:
+                    barrier.wait(timeout=PROBE_START_S)
+                got: list = [_passes(be, n, batch, seconds)]
+                got += [out.get(timeout=PROBE_START_S) for _ in procs]
+            except Exception as e:  # a sibling that never came (the barrier broke) or never answered
+                raise AutoError(f"procs = auto: the measurement of {k} processes failed: "
+                                   f"{type(e).__name__}: {e}") from None
+            finally:
+                for p in procs:
+                    p.join(timeout=10)
+                    if p.is_alive():
+                        p.terminate()
+            errors = [g for g in got if isinstance(g, str)]
+            if errors:
+                raise AutoError(f"procs = auto: the measurement failed: {errors[0]}")
+            rates[k] = float(sum(got))
+    finally:
+        torch.set_num_threads(threads_before)
     return rates
 
 
@@ -190,6 +221,6 @@ def resolve(cfg: SelfplayConfig, measure: Callable[[SelfplayConfig, int | None],
         games = games_needed(int(batch), cfg.search.leaves_per_await)
         out = replace(out, parallel_games=games)
         parts.append(f"parallel_games {games} (the rule of thumb)")
-    if measured and (int(procs) != 1 or len(set(cfg.board_sizes)) > 1 or (on_cpu_net and threads != c)):
-        measured = {}  # not what an engine in this process would measure: the engines measure their own
+    if measured and (len(set(cfg.board_sizes)) > 1 or (on_cpu_net and threads != max(c // int(procs), 1))):
+        measured = {}  # not what an engine of these settings would measure: the engines measure their own
     return Choice(out, "auto: " + "; ".join(parts), measured)

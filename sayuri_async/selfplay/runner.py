@@ -215,7 +215,8 @@ def run_inprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERV
 
 
 def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_games: int, status_q, ctrl_q,
-           parent_pid: int, network: NetworkId | None = None) -> None:
+           parent_pid: int, network: NetworkId | None = None,
+           measured: dict[int, dict[int, float]] | None = None) -> None:
     """Entry point of one engine process: it sends ``(tag, status, done,
     error)`` tuples, the last with ``done`` and the error's one-line text (or
     None), and exits 1 after a failure. It stops cleanly on SIGTERM and when
@@ -229,7 +230,7 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
 
     async def main(backend) -> None:
         engine = Engine(cfg, backend, tag=writer_tag, num_games=num_games, network=network,
-                        make_network=network_maker(cfg, device))
+                        make_network=network_maker(cfg, device), measured=measured)
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, engine.stop)
 
@@ -273,7 +274,8 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
 
 def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INTERVAL,
                      on_signal: OnSignal | None = None, network: NetworkId | None = None,
-                     follower: WeightsFollower | None = None, warn: Warn = _say) -> list[Status]:
+                     follower: WeightsFollower | None = None, warn: Warn = _say,
+                     measured: dict[int, dict[int, float]] | None = None) -> list[Status]:
     """``cfg.procs`` engine processes per device in ``cfg.device``. SIGINT and
     SIGTERM stop them cleanly (and call ``on_signal(signum)``); they end with
     this process if it dies. A failed engine stops the others and raises
@@ -312,7 +314,7 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
             tag = f"p{i}"
             child_cfg = replace(cfg, seed=(cfg.seed + 7919 * i) if cfg.seed else 0)
             p = ctx.Process(target=_child, args=(child_cfg, dev, tag, f"{stamp}-{tag}", share, status_q, ctrl_q,
-                                                 os.getpid(), network), name=f"selfplay-{tag}")
+                                                 os.getpid(), network, measured), name=f"selfplay-{tag}")
             ctrls.append(ctrl_q)
             if stopping:
                 break
@@ -402,7 +404,8 @@ def run_selfplay(cfg: SelfplayConfig, reporter, on_signal: OnSignal | None = Non
                                      warn=warn, measured=measured)
             except (WriterError, OSError) as e:
                 raise SelfplayError(f"self-play failed: {describe(e)}") from None
-        return run_multiprocess(cfg, reporter, on_signal=on_signal, network=network, follower=follower, warn=warn)
+        return run_multiprocess(cfg, reporter, on_signal=on_signal, network=network, follower=follower, warn=warn,
+                                measured=measured)
     finally:
         if follower is not None:
             follower.stop()
