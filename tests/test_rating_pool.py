@@ -184,3 +184,30 @@ def root_visits_after_our_move(reuse_tree: bool) -> int:
 def test_tree_reuse_off_starts_every_move_from_an_empty_tree():
     assert root_visits_after_our_move(True) > 0
     assert root_visits_after_our_move(False) == 0
+
+
+def test_the_ladder_tools_load_a_shipped_network_and_refuse_it_another_board(tmp_path, capsys):
+    import argparse
+
+    from sayuri_async.rating.ladder import Layout, add_network_arguments, rate
+
+    shipped = str(Path(__file__).resolve().parents[1] / "weights" / "9x9" / "gnugo9c-reh2-4x48.safetensors")
+    layout = Layout("opponents", "opponent", "opponent", "nobody", "", ("network", "board"), True)
+    p = argparse.ArgumentParser()
+    add_network_arguments(p)
+    out = tmp_path / "t"
+    assert rate(p.parse_args(["--weights", shipped, "--out", str(out), "--board", "9"]), "tool", [], layout) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["opponents"] == []
+    assert rate(p.parse_args(["--weights", shipped, "--out", str(out), "--board", "21"]), "tool", [], layout) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("tool: ") and "cannot play --board 21" in err
+
+
+def test_a_pool_refuses_a_network_for_another_board_in_one_line(tmp_path, capsys):
+    shipped = Path(__file__).resolve().parents[1] / "weights" / "9x9" / "gnugo9c-reh2-4x48.safetensors"
+    path = tmp_path / "pool.toml"
+    path.write_text(POOL.format(playouts=4, anchor="").replace("board = 7", "board = 21")
+                    .replace('weights = "random"', f'weights = "{shipped}"'))
+    assert rate_cli.main([str(path), "--out", str(tmp_path / "pool")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cannot play [pool] board 21" in err

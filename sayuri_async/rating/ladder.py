@@ -42,6 +42,7 @@ from pathlib import Path
 from ..fileio import write_text_atomic
 from ..match import MatchResult, Player, run_match
 from ..referee import GtpPlayer
+from ..usererror import UserError
 
 __all__ = ["EarlierRow", "Layout", "Opponent", "add_network_arguments", "earlier_games", "elo_text", "markdown",
            "play_ladder", "rate"]
@@ -224,8 +225,13 @@ def rate(args, prog: str, opponents: list[Opponent], layout: Layout, extra_heade
 
         torch.set_num_threads(args.torch_threads)
     player_args = argparse.Namespace(device=args.device, batch_size=args.batch_size, playouts=args.playouts,
-                                     gumbel=gumbel, resign=0.0, opening_moves=0, reuse_tree=reuse_tree)
-    net = make_player(args.weights, player_args)
+                                     gumbel=gumbel, resign=0.0, opening_moves=0, reuse_tree=reuse_tree,
+                                     board=args.board)
+    try:
+        net = make_player(args.weights, player_args)
+    except UserError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
     header = {"network": args.weights, "board": args.board, "komi": args.komi, "playouts": args.playouts,
               "random_opening": args.random_opening, "seed": args.seed, "scoring": args.scoring,
               **(extra_header or {}), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

@@ -175,6 +175,10 @@ def build_players(pf: PoolFile) -> dict:
         else:
             if spec.weights not in backends:
                 weights = None if spec.weights == "random" else spec.weights
+                if weights is not None:
+                    from ..net.weights import refuse_board_sizes
+
+                    refuse_board_sizes(weights, [pf.pool.board], "[pool] board")  # before the network is loaded
                 backends[spec.weights] = make_backend(weights, device=pf.pool.device, max_batch=pf.pool.batch_size)
             player = NetPlayer(spec.name, backends[spec.weights], spec.playouts, spec.search == "gumbel", 0.0,
                                pf.pool.batch_size, reuse_tree=spec.reuse_tree)
