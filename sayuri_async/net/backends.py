@@ -87,25 +87,23 @@ def measure_curve(buckets: list[int], timed_pass: "Callable[[int], float]",
     """The curve ``{bucket: evals/s}`` over ``buckets`` (ascending):
     ``timed_pass(b)`` runs one full batch of ``b`` and returns its seconds.
 
-    A first sweep runs one untimed pass of each bucket, ascending, while the
-    next one's projected pass (from the last bucket's) stays within
-    ``pass_max_s`` and all the passes of the buckets taken within
-    ``budget_s``. The other passes go round the buckets taken, sweep after
-    sweep, so that a machine whose load changes meanwhile slows every bucket
-    alike; each bucket's rate is the median of its ``timed`` timed passes."""
+    A first sweep runs the ``warm`` untimed passes of each bucket, ascending,
+    while the next one's projected pass (from the last bucket's fastest warm
+    pass) stays within ``pass_max_s`` and all the passes of the buckets taken
+    within ``budget_s``. The timed passes then go round the buckets taken,
+    sweep after sweep, so that a machine whose load changes meanwhile slows
+    every bucket alike; each bucket's rate is the median of its ``timed``
+    timed passes."""
     taken: list[int] = []
-    first: dict[int, float] = {}
+    est: dict[int, float] = {}  # a bucket's fastest warm pass: the projection's base
     for b in buckets:
         if taken:
             last = taken[-1]
-            per_pass = first[last] * b / last
-            if per_pass > pass_max_s or (warm + timed) * (sum(first.values()) + per_pass) > budget_s:
+            per_pass = est[last] * b / last
+            if per_pass > pass_max_s or (warm + timed) * (sum(est.values()) + per_pass) > budget_s:
                 break
-        first[b] = timed_pass(b)
+        est[b] = min(timed_pass(b) for _ in range(max(warm, 1)))
         taken.append(b)
-    for _ in range(max(warm - 1, 0)):
-        for b in taken:
-            timed_pass(b)
     times: dict[int, list[float]] = {b: [] for b in taken}
     for _ in range(timed):
         for b in taken:

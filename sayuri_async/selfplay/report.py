@@ -336,7 +336,7 @@ def _diagnose(r: Figures | None, settings: EngineSettings) -> Verdict:
                                f"to {bigger} and parallel_games to {games}",
                                {"batch_size": bigger, "parallel_games": games})
             if dev == "backend" and procs < cores and r.cores_used is not None and r.cores_used < cores - CORES_IDLE:
-                return _cores_idle(r, figs)
+                return _cores_idle(r, figs, dev)
             eff = r.device_efficiency
             if eff is not None and eff < DEVICE_LIMIT:
                 return _below_best(r, settings, figs)
@@ -381,10 +381,17 @@ def _diagnose(r: Figures | None, settings: EngineSettings) -> Verdict:
     return Verdict("balanced", f"balanced: {figs}")
 
 
-def _cores_idle(r: Figures, figs: str) -> Verdict:
+def _cores_idle(r: Figures, figs: str, dev: str) -> Verdict:
     """A CPU backend busy while the engine leaves cores unused: one process's
     search and network share one interpreter lock, so one process per core
-    (one torch thread each) uses them all."""
+    (one torch thread each) uses them all. Unless other programs hold those
+    cores (the machine's load beyond the engine's own use): then the figures
+    are not the engine's own."""
+    others = r.host_load * r.cores - (r.cores_used or 0.0)
+    if others >= CORES_IDLE:
+        return Verdict("contended", f"contended: {figs}, the engine gets {r.cores_used:.1f} of {r.cores} cores while "
+                                    f"the machine's load is {r.host_load:.1f} per core: other programs take the CPU; "
+                                    f"stop them before tuning")
     return Verdict("cores idle", f"cores idle: {figs}, the engine uses {r.cores_used:.1f} of {r.cores} cores: run "
                                  f"--procs {r.cores} (one torch thread each) so search and network use them all",
                    {"procs": r.cores})
