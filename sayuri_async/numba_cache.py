@@ -14,8 +14,11 @@ stamp       ``numba-sources.sha256`` in the cache's root, holding the
             fingerprint of the sources the cache was built from.
 location    where the cache lives (``location()``), chosen at import before
             numba is loaded: ``in-tree`` (``__pycache__`` beside each source,
-            numba's own choice) when the package folder is writable and
-            the user set no ``NUMBA_CACHE_DIR`` (numba prefers that one);
+            numba's own choice) when every folder with compiled code can
+            hold a writable ``__pycache__`` (``in_tree``: numba's own test,
+            made and written to, not the permission bits, which root
+            ignores and a read-only mount overrides) and the user set no
+            ``NUMBA_CACHE_DIR`` (numba prefers that one);
             else the first writable of ``NUMBA_CACHE_DIR``,
             ``$XDG_CACHE_HOME/sayuri-async/numba``,
             ``~/.cache/sayuri-async/numba`` and
@@ -77,9 +80,22 @@ def fingerprint() -> str:
 
 
 def in_tree() -> bool:
-    """May numba cache beside the sources (the package folder is writable)?"""
-    return os.access(PACKAGE, os.W_OK) and (not (PACKAGE / "__pycache__").exists()
-                                             or os.access(PACKAGE / "__pycache__", os.W_OK))
+    """May numba cache beside the sources? numba caches a source file's code
+    in the ``__pycache__`` beside it when it can make that folder and a
+    file in it, else elsewhere: every folder with compiled code is tried so
+    (the top folder's permission alone says nothing about the others)."""
+    return all(_writable(src / "__pycache__") for src in _source_dirs())
+
+
+def _writable(folder: Path) -> bool:
+    """Whether ``folder`` exists or can be made, and a file made in it."""
+    try:
+        folder.mkdir(exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+        return True
+    except OSError:
+        return False
 
 
 def _usable(folder: Path, private: bool) -> bool:
@@ -245,7 +261,7 @@ def where_text() -> str:
     """The cache's location in words, for messages."""
     where = location()
     if where == PACKAGE:
-        return "beside the sources"
+        return f"beside the sources (the __pycache__ folders under {PACKAGE})"
     if where == CACHE_OFF:
         tried = ", ".join(str(f) for f, _ in candidates())
         return f"nowhere: no writable folder ({tried}), so every start compiles"
@@ -253,7 +269,7 @@ def where_text() -> str:
         return f"in {where} (bounds-checked code, NUMBA_BOUNDSCHECK, kept apart)"
     if os.environ.get("NUMBA_CACHE_DIR") == str(where) and _state.get("user_dir"):
         return f"in {where} (NUMBA_CACHE_DIR)"
-    return f"in {where} (the package folder is read-only)"
+    return f"in {where} (the package's folders are read-only)"
 
 
 def compile_notice(stream=None) -> bool:

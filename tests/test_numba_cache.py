@@ -225,3 +225,45 @@ def test_the_gtp_childs_compiles_reach_the_progress():
     heard: list[str] = []
     precompile.warm_gtp(heard.append, code)
     assert heard == ["sayuri_async.go.board.play", "sayuri_async.go.scoring.area_map"]
+
+
+SECOND_START = ("import io, numpy as np\n"
+                "import sayuri_async.numba_cache as c\n"
+                "notice = io.StringIO()\n"
+                "c.compile_notice(notice)\n"
+                "print('WHERE', c.location())\n"
+                "print('NOTICE', notice.getvalue().strip())\n"
+                "from sayuri_async.encoders import pointset\n"
+                "assert pointset.is_empty(np.zeros(pointset.SET_WORDS, np.uint64))\n"
+                "stats = pointset.is_empty.stats\n"
+                "print('HITS', sum(stats.cache_hits.values()), 'MISSES', sum(stats.cache_misses.values()))\n")
+
+
+@pytest.mark.slow
+def test_a_package_with_a_folder_that_cannot_hold_a_cache_caches_elsewhere_and_says_where(tmp_path):
+    """A copy of the package whose top folder is writable but whose go/
+    cannot hold a ``__pycache__`` (numba would cache that folder's code
+    elsewhere): the cache goes to the user's folder, the notice names it,
+    and a second start loads what the first compiled."""
+    install = tmp_path / "install"
+    shutil.copytree(ROOT / "sayuri_async", install / "sayuri_async",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (install / "sayuri_async" / "go" / "__pycache__").write_text("")  # a file: no folder can be made there
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "NUMBA_BOUNDSCHECK")}
+    env.update(PYTHONPATH=str(install), HOME=str(home))
+    runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", SECOND_START], env=env, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        runs.append(dict(line.split(" ", 1) for line in out.stdout.splitlines()))
+    cache = home / ".cache" / "sayuri-async" / "numba"
+    first, second = runs
+    assert first["WHERE"] == str(cache), first
+    assert f"kept in {cache} (the package's folders are read-only)" in first["NOTICE"], first
+    assert "beside the sources" not in first["NOTICE"]
+    assert first["HITS"] == "0 MISSES 1" and second["HITS"] == "1 MISSES 0", runs  # compiled once, then loaded
+    assert "encoders.pointset" in first["NOTICE"] and "encoders.pointset" not in second["NOTICE"]
+    assert list(cache.rglob("pointset*.nbi"))
