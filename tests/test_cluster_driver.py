@@ -99,6 +99,8 @@ def test_a_spool_that_falls_behind_is_said_with_ingests_rate_and_shown_per_node(
     monkeypatch.setattr("sayuri_async.cluster.view.time.monotonic", lambda: clock[0])
     out = io.StringIO()
     view = ClusterView(every=0.0, stream=out)
+    view.update([], waiting=1, starting=2)  # no figures yet: the fleet line all the same
+    assert "fleet: 3 engine(s) (2 starting, 1 waiting for the network), published generation 0" in out.getvalue()
     for i, waiting in enumerate((10, 60, SPOOL_BEHIND + 40, SPOOL_BEHIND + 90, 5)):
         clock[0] += 1.0
         view.update([status("box-a", 1, finished=i, spool=waiting, t=clock[0])],

@@ -315,8 +315,9 @@ class Fleet:
                 continue
             self.ledger.note(refs[ref], st.engine)
         waiting = sum(st.waiting_network for st in self.latest.values())
-        self.view.update(self.with_figures(), ingest=self._ingest_stats(), generation=self.generation,
-                         done=self.ledger.done, waiting=waiting)
+        figures = self.with_figures()
+        self.view.update(figures, ingest=self._ingest_stats(), generation=self.generation, done=self.ledger.done,
+                         waiting=waiting, starting=max(len(self.engines) - len(figures) - waiting, 0))
 
     def _engine_failed(self, name: str, e: Exception) -> None:
         """An engine whose ``__init__`` raised: dropped, said once (see the vocabulary)."""

@@ -44,10 +44,10 @@ class ClusterTui(ClusterView):
         self._draw()
 
     def update(self, statuses: list[ActorStatus], ingest: IngestStats | None = None, generation: int = 0,
-               done: Done | None = None, waiting: int = 0) -> None:
+               done: Done | None = None, waiting: int = 0, starting: int = 0) -> None:
         self._push(statuses)
         self._note(ingest, done)
-        self.header = self.fleet_line(statuses, ingest, generation, waiting)
+        self.header = self.fleet_line(statuses, ingest, generation, waiting, starting)
         self._draw()
 
     def render(self) -> Group:

@@ -19,8 +19,9 @@ row         ``<group>  engines N  games  spool  evals/s  eff  fill  loop
             in spools. The totals line is ``report.plain_line``'s, with the
             engines that are gone added (``ledger.Done``): its games never
             shrink when a node leaves or an engine restarts.
-fleet line  engines (and those waiting for the fleet's network), the
-            published generation, the files waiting in spools, Ingest's
+fleet line  engines (those starting, before their first figures, and those
+            waiting for the fleet's network said apart), the published
+            generation, the files waiting in spools, Ingest's
             rate in files a second (over the last ``RATE_WINDOW_S``) and
             its counts: files written, the games and chunks they hold,
             duplicates refused.
@@ -30,10 +31,11 @@ behind      a node whose spools hold more than ``SPOOL_BEHIND`` files is
 event       a node joined or left (with the games it lost), a network
             published or refused, a spool behind: printed at once, with the
             time.
-ClusterView  ``update(statuses, ingest, generation, done, waiting)`` about
-            every second (``ActorStatus`` records with figures,
+ClusterView  ``update(statuses, ingest, generation, done, waiting, starting)``
+            about every second (``ActorStatus`` records with figures,
             ``IngestStats``, ``ledger.Done``, engines waiting for the
-            network), printing every ``every`` seconds; ``close(...)`` the
+            network, engines with no figures yet), printing every ``every``
+            seconds, the fleet line even before any figures; ``close(...)`` the
             summary: the totals, per node games, chunks and networks, the
             engines gone, Ingest's counts, the games lost and the files left
             in spools.
@@ -196,9 +198,10 @@ class ClusterView:
         return sorted(k for k in self.groups if k != TOTAL)
 
     def fleet_line(self, statuses: list[ActorStatus], ingest: IngestStats | None, generation: int,
-                   waiting: int = 0) -> str:
+                   waiting: int = 0, starting: int = 0) -> str:
         """See "fleet line"."""
-        engines = f"{len(statuses) + waiting} engine(s)" + (f" ({waiting} waiting for the network)" if waiting else "")
+        apart = [f"{starting} starting"] * bool(starting) + [f"{waiting} waiting for the network"] * bool(waiting)
+        engines = f"{len(statuses) + waiting + starting} engine(s)" + (f" ({', '.join(apart)})" if apart else "")
         spool = sum(s.spool_files for s in statuses)
         tail = ""
         if ingest is not None:
@@ -208,14 +211,14 @@ class ClusterView:
         return f"fleet: {engines}, published generation {generation}, spools {spool} file(s) waiting{tail}"
 
     def update(self, statuses: list[ActorStatus], ingest: IngestStats | None = None, generation: int = 0,
-               done: Done | None = None, waiting: int = 0) -> None:
+               done: Done | None = None, waiting: int = 0, starting: int = 0) -> None:
         self._push(statuses)
         self._note(ingest, done)
         now = time.monotonic()
-        if now - self._last < self.every or not (statuses or waiting):
+        if now - self._last < self.every or not (statuses or waiting or starting):
             return
         self._last = now
-        self.event(self.fleet_line(statuses, ingest, generation, waiting))
+        self.event(self.fleet_line(statuses, ingest, generation, waiting, starting))
         for line in self.rows():
             print(line, file=self.stream, flush=True)
 
