@@ -11,8 +11,12 @@ its trainer (``train --follow``: a tiny net, one network published after 10
 steps on the fleet's first chunks); a second node (``cluster join``) that
 joins the running fleet and gets an engine; node B killed (its whole process
 session, SIGKILL, as a machine dies) once every engine plays the trainer's
-network; then the STOP file. Every node runs in a process session of its
-own; the nodes are stopped with SIGTERM, as a supervisor stops them, and
+network; then the STOP file, which the run removes as it ends. Then the
+fleet is started again on that workspace (no ``--spool``, the driver's own
+``TMPDIR`` elsewhere): its engines wait for the workspace's network, so no
+chunk of the second run records the random network, and their spools are in
+the node's temporary folder (its ``RAY_TMPDIR``). Every node runs in a process
+session of its own; the nodes are stopped with SIGTERM, as a supervisor stops them, and
 must leave no process behind. The test checks the workspace and the fleet's
 log afterwards. A Ray token file is there, as one that an earlier local
 ``ray.init()`` leaves in ``~/.ray``: the head would turn token
@@ -62,9 +66,10 @@ DRIVER = textwrap.dedent('''\
     def say(text):
         report["events"].append(f"{time.monotonic() - t0:6.1f}s {text}")
 
-    def start(name, args):
+    def start(name, args, env=None):
         log = open(work / f"{name}.log", "w")
-        procs[name] = subprocess.Popen(cli + args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        procs[name] = subprocess.Popen(cli + args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                       env=env)
 
     def wait(cond, seconds, what):
         deadline = time.monotonic() + seconds
@@ -111,6 +116,10 @@ DRIVER = textwrap.dedent('''\
             if "(ray::EngineActo" in stat:
                 found.append(int(stat.rsplit(")", 1)[1].split()[16]))
         return sorted(set(found))
+
+    def totals_games(name):  # the games of each totals line, in order
+        return [int(line.split(" games ")[1].split()[0]) for line in log(name).splitlines()
+                if line.startswith("total: ")]
 
     def log(name):
         p = work / f"{name}.log"
@@ -163,6 +172,31 @@ DRIVER = textwrap.dedent('''\
             except subprocess.TimeoutExpired:
                 say("TIMEOUT fleet stop")
                 procs["fleet"].kill()
+            report["stop_left"] = (ws / "STOP").exists()
+        if ok:  # the fleet again on this workspace: it continues the published network
+            first = {p.name for p in chunks()}
+            report["first_run_chunks"] = len(first)
+            driver_tmp = work / "driver-tmp"
+            driver_tmp.mkdir()
+            start("fleet2", ["run", "--address", f"127.0.0.1:{port}", "--config", str(work / "sp.toml"),
+                             "--workspace", str(ws), "--train-config", str(work / "train.toml"),
+                             "--train-args", "--steps 10", "--poll", "1", "--view-every", "3"],
+                  env={**os.environ, "TMPDIR": str(driver_tmp)})
+            ok = wait(lambda: len([p for p in chunks() if p.name not in first]) >= 3, 300, "three chunks of run 2")
+            (ws / "STOP").touch()
+            try:
+                report["fleet2_exit"] = procs["fleet2"].wait(timeout=240)
+            except subprocess.TimeoutExpired:
+                say("TIMEOUT fleet 2 stop")
+                procs["fleet2"].kill()
+            report["second_run_networks"] = sorted({n["name"] for p in chunks() if p.name not in first
+                                                    for n in peek_chunk(p)[1]["networks"]})
+            report["second_run_chunks"] = len(chunks()) - len(first)
+            report["stop_left_2"] = (ws / "STOP").exists()
+            node_spool = Path(os.environ["RAY_TMPDIR"]) / "sayuri-async-spool"
+            report["spools"] = {"node": node_spool.is_dir() and any(node_spool.glob("engine-*")),
+                                "driver": (driver_tmp / "sayuri-async-spool").exists()}
+        report["totals_games"] = totals_games("fleet")
     finally:
         for name, p in procs.items():
             if p.poll() is None and name != "fleet":
@@ -274,7 +308,7 @@ def test_a_two_node_fleet_feeds_its_trainer_plays_its_network_and_survives_a_nod
     env.pop("RAY_AUTH_MODE", None)
     try:
         run = subprocess.run(in_namespace(sys.executable, str(work / "driver.py"), str(work)), env=env, cwd=ROOT,
-                             capture_output=True, text=True, timeout=1500)
+                             capture_output=True, text=True, timeout=2100)
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     report = json.loads((work / "report.json").read_text())
@@ -285,7 +319,11 @@ def test_a_two_node_fleet_feeds_its_trainer_plays_its_network_and_survives_a_nod
     assert report.get("fleet_exit") == 0, why
     # the engines run at the niceness of the command that started their node, not Ray's 15
     assert report["engine_niceness"] == [report["own_niceness"]], why
-    assert fleet_log.count("joined") == 2 and "left: " in fleet_log and "game(s) in progress lost" in fleet_log, why
+    assert fleet_log.count("joined") == 2 and "left: " in fleet_log and "game(s) lost (" in fleet_log, why
+    # the totals keep the games of node b's engine after it left
+    games = report["totals_games"]
+    assert games and all(a <= b for a, b in zip(games, games[1:])), (games, why)
+    assert "starting from nothing" in fleet_log, why  # an empty workspace, no weights in the config
     assert "published net-s000000010@" in fleet_log and "stopping (STOP file)" in fleet_log, why
     assert "trainer finished" in fleet_log, why  # it reached its 10 steps; self-play went on
     assert (work / "ws" / "train" / "checkpoints" / "ckpt-000000010.pt").is_file(), why
@@ -302,3 +340,12 @@ def test_a_two_node_fleet_feeds_its_trainer_plays_its_network_and_survives_a_nod
     assert "files left in spools: 0" in fleet_log, fleet_log[-1500:]  # a put retried after its answer was lost
     # is refused as a duplicate: every name on disk once, every file whole
     assert not [p for p in (work / "spool").rglob("*.npz")]  # node b's leftovers were adopted and uploaded
+    assert report["stop_left"] is False and report["stop_left_2"] is False, why  # each run removed its STOP
+    # the run started again continues the published network: none of its chunks records the random one
+    fleet2_log = (work / "fleet2.log").read_text(errors="replace")
+    why2 = f"{report['events']}\n{fleet2_log[-3000:]}"
+    assert report.get("fleet2_exit") == 0 and report["second_run_chunks"] >= 3, why2
+    assert report["second_run_networks"] == ["net-s000000010"], why2
+    assert "starting from nothing" not in fleet2_log and "files left in spools: 0" in fleet2_log, why2
+    # its spools are in the node's own temporary folder (RAY_TMPDIR), not the driver's TMPDIR
+    assert report["spools"] == {"node": True, "driver": False}, why2
