@@ -4,14 +4,20 @@ Commands
 --------
 head        start this machine as the cluster's head (``nodes.py``'s defaults).
 join        join a head and stay in the cluster until the node leaves.
+stop        end the nodes ``head`` and ``join`` started on this machine, and
+            no other Ray process (``noderecord``).
 run         the fleet driver (``fleet.py``) on a machine of the cluster,
             normally the head: engines on every node, chunks into
             ``--workspace``, the trainer, the live view (rich on a
             terminal, plain blocks of lines otherwise). Ctrl-C, SIGTERM or
             ``<workspace>/STOP`` stops it with whole files only.
 
-Every command needs Ray (``pip install 'sayuri-async[cluster]'``); without it
-each says so in one line (exit 2). Options are checked before Ray is loaded.
+Every command but ``stop`` needs Ray (``pip install 'sayuri-async[cluster]'``);
+without it each says so in one line (exit 2). Options and addresses are
+checked before any Ray process starts (``addresses``): a mistake is one
+line, within seconds. Ray's own lines go to a log file that the command
+names at start: the node's ``ray.log`` (``noderecord``), the driver's
+``<workspace>/logs/ray.log`` (``raystart``).
 """
 from __future__ import annotations
 
@@ -19,7 +25,6 @@ import argparse
 import os
 import shlex
 import signal
-import socket
 import sys
 from pathlib import Path
 
@@ -28,7 +33,11 @@ from dataclasses import dataclass
 from ..configfile import ConfigError, between, from_options
 from ..usererror import ArgumentParser, UserError, answered, input_file, output_folder, stopped_by
 from . import NAMESPACE, import_ray
-from .nodes import DEFAULT_PORT, head_command, join_command, mismatch_line, run_ray_start, use_one_auth_mode
+from .addresses import check_head
+from .nodes import DEFAULT_PORT, mismatch_line, start_head, start_join, stop_nodes, use_one_auth_mode
+from .raystart import connect_driver
+
+DRIVER_LOG = "logs/ray.log"  # Ray's own lines in the driver, under the workspace
 
 
 @dataclass
@@ -58,22 +67,9 @@ class RunOptions:
         between(self, 0.1, 3600, "poll", "view_every")
 
 
-def check_reachable(address: str, timeout_s: float = 5.0) -> None:
-    """UserError when nothing answers at ``HOST:PORT`` (Ray itself would
-    retry for minutes); ``auto`` and other forms are left to Ray."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        return
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
-    except OSError as e:
-        raise UserError(f"--address {address}: nothing answers there ({e.strerror or e}); "
-                        "is `sayuri-async cluster head` running on that machine?") from None
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="sayuri-async cluster", description="Self-play on a Ray cluster feeding one trainer.")
-    sub = p.add_subparsers(dest="action", required=True, metavar="{head,join,run}")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{head,join,run,stop}")
     h = sub.add_parser("head", help="start this machine as the head node")
     h.add_argument("--bind", required=True, metavar="ADDR",
                    help="this machine's address on the trusted network (Ray listens there; it has no authentication)")
@@ -85,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     for q in (h, j):
         q.add_argument("--num-cpus", type=int, help="logical CPUs this node offers (default: its cores)")
         q.add_argument("--num-gpus", type=int, help="GPUs this node offers (default: those Ray finds)")
+    sub.add_parser("stop", help="end the nodes `head` and `join` started on this machine (no other Ray process)")
     r = sub.add_parser("run", help="run the fleet: engines on every node, the trainer, the live view")
     r.add_argument("--address", required=True, help="the cluster's address (HEAD:PORT, or auto on a node of it)")
     r.add_argument("--config", required=True, help="self-play TOML ([selfplay], [search]) for every engine")
@@ -144,19 +141,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
-        parser.error(f"unrecognized arguments: {argv[0]} (the first argument is head, join or run)")
+        parser.error(f"unrecognized arguments: {argv[0]} (the first argument is head, join, run or stop)")
     args = parser.parse_args(argv)
     if args.action == "run":
         return run(args)
+    if args.action == "stop":
+        return stop_nodes()
     from_options(NodeOptions, {"port": getattr(args, "port", None), "num_cpus": args.num_cpus,
                                "num_gpus": args.num_gpus})
     import_ray()  # one line saying what to install, before ray start's own error
     if args.action == "head":
-        code = run_ray_start(head_command(args.bind, args.port, args.num_cpus, args.num_gpus, args.block))
-        if code == 0 and not args.block:
-            print(f"join from another machine: sayuri-async cluster join {args.bind}:{args.port} --bind <its address>")
-        return code
-    return run_ray_start(join_command(args.address, args.bind, args.num_cpus, args.num_gpus))
+        return start_head(args.bind, args.port, args.num_cpus, args.num_gpus, args.block)
+    return start_join(args.address, args.bind, args.num_cpus, args.num_gpus)
 
 
 def run(args) -> int:
@@ -180,10 +176,13 @@ def run(args) -> int:
         view: ClusterView = ClusterTui(leaves_per_await=cfg.search.leaves_per_await)
     else:
         view = ClusterView(every=args.view_every, leaves_per_await=cfg.search.leaves_per_await)
-    check_reachable(args.address)
+    if args.address != "auto":
+        check_head(args.address, "--address")
     use_one_auth_mode()
+    ray_log = Path(args.workspace) / DRIVER_LOG
+    view.event(f"Ray's own lines go to {ray_log}")
     try:
-        ray.init(address=args.address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
+        connect_driver(ray, args.address, NAMESPACE, ray_log)
     except (ConnectionError, RuntimeError, ValueError) as e:
         why = mismatch_line(str(e)) or " ".join(str(e).split())[:300]
         raise UserError(f"--address {args.address}: cannot join the cluster: {why}") from None

@@ -11,10 +11,23 @@ join        ``ray start --address HEAD --block``: it runs until the node
             leaves. When the head dies every node leaves about 60 s later;
             a supervisor that runs ``cluster join`` again in a loop brings
             the node back once the head is up.
+start       ``ray start`` runs as the leader of a process session of its own,
+            through ``raystart`` (the node's address pinned: no probe of a
+            public address), with everything it and Ray's C++ code print
+            going to the node's ``ray.log`` (``noderecord``); the command
+            prints one line that names that file, then its own lines only.
+            It must say "Ray runtime started" within ``START_WAIT_S``, or the
+            node's processes are ended and the command says so in one line.
+            A ``ray start`` that fails says why in one line (its last error
+            line), naming the log.
 stop        SIGTERM or Ctrl-C of ``cluster head --block`` / ``cluster join``
             goes on to ``ray start``, which drains the node for a few
             seconds and ends its processes; the command waits for it (at
-            most ``STOP_WAIT_S``), so a supervisor's stop leaves nothing.
+            most ``STOP_WAIT_S``; ``CONNECTING_STOP_S`` for one still
+            connecting, which may not heed SIGTERM for a minute), then ends
+            whatever of the node's session is left, so a supervisor's stop
+            leaves nothing. ``cluster stop`` ends a node started without
+            ``--block`` the same way (``noderecord``).
 niceness    Ray starts its worker processes, the engine actors among them,
             at niceness 15 (its ``worker_niceness``): beside any other
             program they would get a small share of the CPU (engines at 15
@@ -36,13 +49,22 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
-from ..usererror import Terminated, UserError
+from ..usererror import RunFailure, Terminated, UserError
+from .addresses import check_bind, check_head, parse_head, port_taken
+from .noderecord import (LOG_NAME, NodeRecord, forget, node_folder, read_record, records, running, stop_session,
+                         write_record)
 
 OBJECT_STORE_BYTES = 1_000_000_000
 STOP_WAIT_S = 60.0
+START_WAIT_S = 120.0
+CONNECTING_STOP_S = 5.0
+STARTED = "Ray runtime started"
 DEFAULT_PORT = 6379
 _VERSIONS = re.compile(r"Ray:\s*(\S+)\s*Python:\s*(\S+)", re.S)
 
@@ -63,10 +85,10 @@ def mismatch_line(output: str) -> str | None:
             "(or set RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor on every node)")
 
 
-def ray_start(args: list[str]) -> list[str]:
+def ray_start(bind: str, args: list[str]) -> list[str]:
     """The ``ray start`` command line with the defaults (see the vocabulary)."""
-    return [sys.executable, "-m", "ray.scripts.scripts", "start", "--object-store-memory", str(OBJECT_STORE_BYTES),
-            "--disable-usage-stats", *args]
+    return [sys.executable, "-m", "sayuri_async.cluster.raystart", bind, "start", "--object-store-memory",
+            str(OBJECT_STORE_BYTES), "--disable-usage-stats", *args]
 
 
 WORKER_NICENESS = "RAY_worker_niceness"
@@ -90,34 +112,94 @@ def ray_env() -> dict[str, str]:
     return env
 
 
-def run_ray_start(command: list[str]) -> int:
-    """Run ``ray start``, passing its output through; a version mismatch
-    becomes a UserError (one line, exit 2)."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", env=ray_env())
-    seen: list[str] = []
-    assert proc.stdout is not None
+def last_error(text: str) -> str | None:
+    """The line of Ray's output that says why it failed, folded to one line
+    (None when no line says so)."""
+    for line in reversed([line.strip() for line in text.splitlines() if line.strip()]):
+        if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", line) or " ERROR " in line or "Error:" in line:
+            return " ".join(line.split())[:300]
+    return None
+
+
+def _ended(code: int, text: str) -> str:
+    """How ``ray start`` ended, in a few words."""
+    how = f"was killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() \
+        else f"ended with status {code}"
+    why = last_error(text)
+    return f"ray start {how}" + (f": {why}" if why else "")
+
+
+def run_ray_start(command: list[str], folder: Path, record: NodeRecord, block: bool,
+                  started_line: str) -> int:
+    """Run ``ray start`` as the node's session leader, its output into
+    ``folder``'s log (see "start" and "stop"); ``started_line`` is printed
+    once Ray says it runs. A version mismatch is a UserError."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log_path = folder / LOG_NAME
+    print(f"Ray's own lines go to {log_path}", flush=True)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                env=ray_env(), start_new_session=True)
+    record.session = proc.pid
+    write_record(folder, record)
+    started = False
+    deadline = time.monotonic() + START_WAIT_S
     try:
-        for line in proc.stdout:
-            seen.append(line)
-            del seen[:-200]
-            if mismatch_line("".join(seen)) is None:
-                sys.stdout.write(line)
-                sys.stdout.flush()
+        while not started and proc.poll() is None:  # until Ray says the node runs
+            text = log_path.read_text(errors="replace")
+            why = mismatch_line(text)
+            if why is not None:
+                _end(proc, started)
+                raise UserError(why)
+            started = STARTED in text
+            if not started and time.monotonic() > deadline:
+                _end(proc, started)
+                raise RunFailure(f"ray start said nothing of a running node within {START_WAIT_S:g} s "
+                                 f"({last_error(text) or 'no error'}); its processes are ended; Ray's lines are "
+                                 f"in {log_path}")
+            time.sleep(0.2)
+        text = log_path.read_text(errors="replace")
+        started = STARTED in text
+        if started:
+            print(started_line, flush=True)
+        code = proc.wait()  # at once without --block; with it, until the node stops
     except (KeyboardInterrupt, Terminated):
-        # ``ray start --block`` ends its node's processes on SIGTERM (draining
-        # first): hand the signal on and wait, so nothing is left behind
-        proc.terminate()
-        try:
-            proc.wait(timeout=STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _end(proc, started)
+        forget(folder)
         raise
-    code = proc.wait()
-    why = mismatch_line("".join(seen))
+    text = log_path.read_text(errors="replace")
+    why = mismatch_line(text)
+    if started and read_record(folder) is None:  # `cluster stop` ended the node
+        print(f"the node was stopped (`sayuri-async cluster stop`); Ray's lines are in {log_path}", flush=True)
+        return 0
+    if not started or why is not None or code != 0 or block:
+        stop_session(record.session, wait_s=10.0)  # what is left of the node
+        forget(folder)
     if why is not None:
         raise UserError(why)
+    if not started:
+        raise RunFailure(f"the node did not start ({_ended(code, text)}); Ray's lines are in {log_path}")
+    if code != 0:
+        raise RunFailure(f"the node stopped ({_ended(code, text)}); Ray's lines are in {log_path}")
+    if block:
+        print(f"the node has stopped; Ray's lines are in {log_path}", flush=True)
     return code
+
+
+def _end(proc: subprocess.Popen, started: bool) -> None:
+    """SIGTERM to ``ray start``: a running node drains and ends its processes
+    (at most ``STOP_WAIT_S``), one still connecting gets ``CONNECTING_STOP_S``
+    (it may not heed SIGTERM for a minute); then the rest of its session."""
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=STOP_WAIT_S if started else CONNECTING_STOP_S)
+        except subprocess.TimeoutExpired:
+            pass
+        except BaseException:  # the user insisted: on to the session
+            pass
+    stop_session(proc.pid, wait_s=10.0)
+    proc.poll()
 
 
 def head_command(bind: str, port: int, num_cpus: int | None, num_gpus: int | None, block: bool) -> list[str]:
@@ -126,7 +208,7 @@ def head_command(bind: str, port: int, num_cpus: int | None, num_gpus: int | Non
         args += ["--num-cpus", str(num_cpus)]
     if num_gpus is not None:
         args += ["--num-gpus", str(num_gpus)]
-    return ray_start(args + (["--block"] if block else []))
+    return ray_start(bind, args + (["--block"] if block else []))
 
 
 def join_command(address: str, bind: str, num_cpus: int | None, num_gpus: int | None) -> list[str]:
@@ -135,4 +217,60 @@ def join_command(address: str, bind: str, num_cpus: int | None, num_gpus: int | 
         args += ["--num-cpus", str(num_cpus)]
     if num_gpus is not None:
         args += ["--num-gpus", str(num_gpus)]
-    return ray_start(args)
+    return ray_start(bind, args)
+
+
+def start_head(bind: str, port: int, num_cpus: int | None, num_gpus: int | None, block: bool) -> int:
+    """``cluster head``: the checks (``addresses``), then ``ray start --head``."""
+    bind = check_bind(bind)
+    folder = node_folder("head", bind, port)
+    if port_taken(bind, port):
+        earlier = read_record(folder)
+        if earlier is not None and running(earlier):
+            raise UserError(f"--port {port}: {earlier.describe()} holds it, a head this machine started "
+                            "earlier; `sayuri-async cluster stop` ends it")
+        raise UserError(f"--port {port}: another program listens on {bind}:{port} already (not a head of "
+                        "`sayuri-async cluster`); choose another --port")
+    record = NodeRecord(role="head", bind=bind, port=port, head=f"{bind}:{port}", session=0, started=time.time())
+    how = ("it stays in the foreground (ray start --block) until SIGTERM or Ctrl-C" if block
+           else "`sayuri-async cluster stop` ends it")
+    code = run_ray_start(head_command(bind, port, num_cpus, num_gpus, block), folder, record, block,
+                         f"head started on {bind}:{port}; {how}")
+    if code == 0 and not block:
+        print(f"join from another machine: sayuri-async cluster join {bind}:{port} --bind <its address>")
+    return code
+
+
+def start_join(address: str, bind: str, num_cpus: int | None, num_gpus: int | None) -> int:
+    """``cluster join``: the checks (``addresses``), then ``ray start --address --block``."""
+    host, port = parse_head(address, "HEAD:PORT")
+    bind = check_bind(bind)
+    check_head(address, "HEAD:PORT")
+    folder = node_folder("join", host, port)
+    earlier = read_record(folder)
+    if earlier is not None and running(earlier):
+        raise UserError(f"{address}: this machine has joined it already: {earlier.describe()}; "
+                        "`sayuri-async cluster stop` ends it")
+    record = NodeRecord(role="join", bind=bind, port=port, head=address, session=0, started=time.time())
+    return run_ray_start(join_command(address, bind, num_cpus, num_gpus), folder, record, True,
+                         f"joined {address} as {bind}; the node stays in the foreground (ray start --block) "
+                         "until SIGTERM or Ctrl-C, or until the head goes")
+
+
+def stop_nodes() -> int:
+    """``cluster stop``: every node ``cluster head``/``join`` started on this
+    machine, and nothing else (``noderecord``)."""
+    found = [(folder, rec) for folder, rec in records()]
+    live = [(folder, rec) for folder, rec in found if running(rec)]
+    for folder, rec in found:
+        if (folder, rec) not in live:
+            forget(folder)
+    if not live:
+        print("no node of `sayuri-async cluster` runs on this machine (other Ray processes are left alone)")
+        return 0
+    for folder, rec in live:
+        forget(folder)  # first: a `cluster join` waiting on this node sees a stop, not a failure
+        killed = stop_session(rec.session)
+        late = f" ({len(killed)} process(es) that outlived SIGTERM killed)" if killed else ""
+        print(f"stopped {rec.describe()}{late}; Ray's lines are in {folder / LOG_NAME}")
+    return 0
