@@ -12,7 +12,11 @@ pieces      ``store.py`` (WeightStore: the network to play), ``ingest.py``
             (Ingest: chunk files into the workspace), ``actor.py``
             (EngineActor: one engine process on a node), ``fleet.py`` (the
             driver), ``view.py`` (the live figures per node), ``nodes.py``
-            (``cluster head`` / ``cluster join``), ``cli.py`` (the command).
+            (``cluster head`` / ``cluster join``), ``addresses.py`` (their
+            addresses, checked before Ray starts), ``noderecord.py`` (this
+            machine's nodes, their logs, ``cluster stop``), ``raystart.py``
+            (Ray with the node's address pinned, its lines in a log),
+            ``cli.py`` (the command).
 """
 from __future__ import annotations
 
