@@ -39,9 +39,10 @@ _SETTINGS = 4
 def parse_head(text: str, what: str) -> tuple[str, int]:
     """``(host, port)`` of ``HOST:PORT``; UserError naming ``what`` otherwise."""
     host, sep, port = text.strip().rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    bracketed = host.startswith("[") and host.endswith("]")
+    host = host[1:-1] if bracketed else host
     if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65_535 or any(c.isspace() for c in host) \
-            or (":" in host and not _is_ip(host)):
+            or (":" in host and not (bracketed and _is_ip(host))):
         raise UserError(f"{what} {text!r}: not an address HOST:PORT (e.g. 192.168.1.10:6379, as `sayuri-async "
                         "cluster head` printed it)")
     return host, int(port)
