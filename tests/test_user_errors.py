@@ -150,6 +150,12 @@ CASES = [
      "--train-config configs/train-9x9.toml --train-args '--steps \"10'", ["--train-args", "quotation"]),
     ("cluster head --bind 127.0.0.1 --port 0", ["--port", "at least 1"]),
     ("cluster fly", ["invalid choice"]),
+    # rate
+    ("rate {missing} --out {dir}/pool", ["{missing}", "no such file"]),
+    ("rate {latin1} --out {dir}/pool", ["latin1.toml", "not UTF-8"]),
+    ("rate configs/rate-9x9-search.toml --out {dir}/pool --games 0", ["--games", "at least 1"]),
+    ("rate configs/rate-9x9-search.toml --out {dir}/pool --concurrency 0", ["--concurrency", "at least 1"]),
+    ("rate configs/rate-9x9-search.toml --out /proc/none/pool", ["--out", "cannot write"]),
     # the dispatcher
     ("bench", ["unknown command 'bench'"]),
 ]
