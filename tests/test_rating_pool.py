@@ -100,15 +100,16 @@ def test_a_pool_stopped_after_k_games_continues_without_playing_them_again(tmp_p
             return await real(a, b, game, *rest)
         return play
 
-    monkeypatch.setattr(pool_mod, "play_game", stopping_after(2))
+    monkeypatch.setattr(pool_mod, "play_game", stopping_after(1))
     assert rate_cli.main([str(path), "--out", str(out)]) == 130
     first = json.loads(Path(f"{out}.json").read_text())
-    assert len(first["games"]) == 2 and first["progress"] == {"games": 2, "scheduled": 6, "games_per_pair": 2}
-    assert "in progress" in Path(f"{out}.md").read_text()
+    assert len(first["games"]) == 1 and first["progress"] == {"games": 1, "scheduled": 6, "games_per_pair": 2}
+    md = Path(f"{out}.md").read_text()
+    assert "1 of 6 games (in progress" in md and "No ratings yet: no games yet for puct." in md
 
     monkeypatch.setattr(pool_mod, "play_game", stopping_after(10 ** 6))
     assert rate_cli.main([str(path), "--out", str(out)]) == 0
-    assert len(played) == 6 and len(set(played)) == 6  # the two recorded games were not played again
+    assert len(played) == 6 and len(set(played)) == 6  # the recorded game was not played again
     done = json.loads(Path(f"{out}.json").read_text())
     assert len(done["games"]) == 6 and [g for g in done["games"] if (g["x"], g["y"], g["k"]) in
                                         {(x["x"], x["y"], x["k"]) for x in first["games"]}] == first["games"]
@@ -124,18 +125,19 @@ def test_a_pool_stopped_after_k_games_continues_without_playing_them_again(tmp_p
     assert len(played) == 9
 
 
-def test_ratings_with_intervals_or_the_reason_there_are_none(tmp_path):
+def test_the_tables_hold_ratings_intervals_and_pairs(tmp_path):
     path = pool_file(tmp_path, anchor="mean")
+    path.write_text(path.read_text().replace('anchor = "mean"', 'anchor = "mean"\nvirtual_draws = 1'))
     out = tmp_path / "pool"
     assert rate_cli.main([str(path), "--out", str(out)]) == 0
     fig = json.loads(Path(f"{out}.json").read_text())
-    if "error" in fig["fit"]:  # two games a pair may leave a player without a point
-        assert "scored no point against" in fig["fit"]["error"]
-        assert "No ratings yet" in Path(f"{out}.md").read_text()
-    else:
-        assert abs(sum(r["elo"] for r in fig["standings"])) < 0.5
-        assert all(r["elo95"][0] < r["elo"] < r["elo95"][1] for r in fig["standings"])
-        assert all(len(p["elo_difference95"]) == 2 for p in fig["pairs"])
+    assert fig["fit"]["anchor"] == "mean" and len(fig["fit"]["covariance"]) == 3
+    assert abs(sum(r["elo"] for r in fig["standings"])) < 0.5
+    assert [r["elo"] for r in fig["standings"]] == sorted((r["elo"] for r in fig["standings"]), reverse=True)
+    assert all(r["elo95"][0] < r["elo"] < r["elo95"][1] for r in fig["standings"])
+    assert all(p["elo_difference95"][0] < p["elo_difference"] < p["elo_difference95"][1] for p in fig["pairs"])
+    md = Path(f"{out}.md").read_text()
+    assert "the mean at 0" in md and "1 virtual draw a pair" in md and "| Elo A - B | 95% interval |" in md
 
 
 def test_a_record_of_other_settings_or_players_is_refused_in_one_line(tmp_path, capsys):

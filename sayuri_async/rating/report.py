@@ -94,7 +94,8 @@ def markdown(pf: PoolFile, fig: dict) -> str:
     prog = fig["progress"]
     state = "complete" if prog["games"] >= prog["scheduled"] else "in progress"
     anchor = "the mean at 0" if pf.anchor == "mean" else f"{pf.anchor} at 0"
-    draws = f", {c.virtual_draws:g} virtual draws a pair" if c.virtual_draws else ""
+    plural = "" if c.virtual_draws == 1 else "s"
+    draws = f", {c.virtual_draws:g} virtual draw{plural} a pair" if c.virtual_draws else ""
     lines = [f"# Rating pool `{pf.path}` ({c.board}x{c.board}, komi {c.komi:g})",
              "",
              f"{prog['games']} of {prog['scheduled']} games ({state}; {c.games} a pair, colours alternating), "
