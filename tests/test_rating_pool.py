@@ -213,3 +213,15 @@ def test_a_pool_refuses_a_network_for_another_board_in_one_line(tmp_path, capsys
     assert rate_cli.main([str(path), "--out", str(tmp_path / "pool")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "cannot play [pool] board 21" in err
+
+
+def test_bench_move_time_times_a_network_on_the_ratings_path(capsys):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import bench_move_time
+
+    shipped = str(Path(__file__).resolve().parents[1] / "weights" / "9x9" / "gnugo9c-reh2-4x48.safetensors")
+    assert bench_move_time.main(["--weights", shipped, "--playouts", "4", "--games", "1", "--komi", "7"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["rows"][0]["moves"] > 0 and out["one_second"] > 0 and out["pachi_rows"] == []
