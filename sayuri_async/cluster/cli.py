@@ -180,12 +180,13 @@ def run(args) -> int:
         check_head(args.address, "--address")
     use_one_auth_mode()
     ray_log = Path(args.workspace) / DRIVER_LOG
-    view.event(f"Ray's own lines go to {ray_log}")
     try:
         connect_driver(ray, args.address, NAMESPACE, ray_log)
     except (ConnectionError, RuntimeError, ValueError) as e:
         why = mismatch_line(str(e)) or " ".join(str(e).split())[:300]
-        raise UserError(f"--address {args.address}: cannot join the cluster: {why}") from None
+        raise UserError(f"--address {args.address}: cannot join the cluster: {why} (Ray's lines are in "
+                        f"{ray_log})") from None
+    view.event(f"Ray's own lines go to {ray_log}")
     fleet = Fleet(settings, ray, view, say=lambda text: print(text, file=sys.stderr, flush=True))
 
     def on_signal(signum: int, _frame) -> None:
