@@ -51,6 +51,7 @@ INT_BAD = ("nan", "-5", HUGE)
 FLOAT_BAD = ("nan", "inf", "-5", "1e30")
 OPTIONS = {
     "selfplay": {"--num-games": INT_BAD, "--parallel-games": INT_BAD + ("100000000",), "--batch-size": INT_BAD,
+                 "--max-batch-size": INT_BAD,
                  "--timeout-ms": FLOAT_BAD, "--playouts": INT_BAD, "--board-size": INT_BAD,
                  "--procs": INT_BAD + ("1000000",), "--seed": INT_BAD + ("-1",), "--follow-interval": FLOAT_BAD},
     "gtp": {"--playouts": INT_BAD, "--seed": ("nan", "-5", HUGE), "--tree-memory-mb": FLOAT_BAD},
