@@ -108,7 +108,7 @@ DRIVER = textwrap.dedent('''\
             os.kill(p, signal.SIGKILL)
 
     sigterm_while_connecting("join_sigterm", "127.0.0.1:6423", 1.0)  # ray start is loading Ray
-    sigterm_while_connecting("join_sigterm_stuck", "127.0.0.1:6424", 8.0)  # ray start waits on the head
+    sigterm_while_connecting("join_sigterm_stuck", "127.0.0.1:6424", 3.0)  # ray start waits on the head
 
     # a node that joins, a driver that relays the cluster's errors, the node killed, then cluster stop
     logs = {n: open(work / f"{n}.txt", "w") for n in ("nodeb", "driver")}
@@ -224,7 +224,8 @@ def test_sigterm_to_join_while_it_connects_leaves_nothing_of_its_node(report, ca
     assert got["rc"] == 143, got
     assert "joined" not in got["out"] and "Traceback" not in got["out"], got  # it had not joined yet
     assert got["left"] == [], got
-    assert got["s"] < 30, got  # a ray start that waits on a head heeds no SIGTERM for a minute: it is ended
+    # a ray start that waits on its head heeds no SIGTERM for half a minute: it gets 5 s, then its session ends
+    assert got["s"] < 20, got
 
 
 @pytest.mark.slow
