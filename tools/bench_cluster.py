@@ -138,17 +138,18 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
     from sayuri_async.cluster import NAMESPACE, import_ray
     from sayuri_async.cluster.fleet import Fleet, FleetSettings
     from sayuri_async.cluster.ingest import IngestStats
-    from sayuri_async.cluster.nodes import head_command, ray_env, use_one_auth_mode
+    from sayuri_async.cluster.nodes import start_head, stop_nodes, use_one_auth_mode
+    from sayuri_async.usererror import RunFailure, UserError
     from sayuri_async.cluster.view import ClusterView
 
     work = Path(tempfile.mkdtemp(prefix="bc-", dir="/tmp"))  # short: Ray's socket paths fit in 107 bytes
     os.environ["RAY_TMPDIR"] = str(work / "ray")
     (work / "ray").mkdir()
     ray = import_ray()
-    started = subprocess.run(head_command("127.0.0.1", PORT, a.engines + 1, 0, block=False),
-                             capture_output=True, text=True, env=ray_env())
-    if started.returncode != 0:
-        raise SystemExit(f"bench_cluster: ray start failed: {started.stdout[-500:]}{started.stderr[-500:]}")
+    try:  # recorded under RAY_TMPDIR: stop_nodes ends this head only, not every Ray process of the machine
+        start_head("127.0.0.1", PORT, a.engines + 1, 0, block=False)
+    except (UserError, RunFailure) as e:
+        raise SystemExit(f"bench_cluster: {e}") from None
     try:
         use_one_auth_mode()
         ray.init(address=f"127.0.0.1:{PORT}", namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
@@ -193,7 +194,7 @@ def cluster_side(a: argparse.Namespace, out: Path) -> None:
         out.write_text(json.dumps(result))
     finally:
         ray.shutdown()
-        subprocess.run([sys.executable, "-m", "ray.scripts.scripts", "stop", "--force"], capture_output=True)
+        stop_nodes()
         shutil.rmtree(work, ignore_errors=True)
 
 
