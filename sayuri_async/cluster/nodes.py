@@ -24,7 +24,7 @@ stop        SIGTERM or Ctrl-C of ``cluster head --block`` / ``cluster join``
             goes on to ``ray start``, which drains the node for a few
             seconds and ends its processes; the command waits for it (at
             most ``STOP_WAIT_S``; ``CONNECTING_STOP_S`` for one still
-            connecting, which may not heed SIGTERM for a minute), then ends
+            connecting, which may not heed SIGTERM for half a minute), then ends
             whatever of the node's session is left, so a supervisor's stop
             leaves nothing. ``cluster stop`` ends a node started without
             ``--block`` the same way (``noderecord``).
@@ -189,7 +189,7 @@ def run_ray_start(command: list[str], folder: Path, record: NodeRecord, block: b
 def _end(proc: subprocess.Popen, started: bool) -> None:
     """SIGTERM to ``ray start``: a running node drains and ends its processes
     (at most ``STOP_WAIT_S``), one still connecting gets ``CONNECTING_STOP_S``
-    (it may not heed SIGTERM for a minute); then the rest of its session."""
+    (it may not heed SIGTERM for half a minute); then the rest of its session."""
     if proc.poll() is None:
         try:
             proc.send_signal(signal.SIGTERM)
