@@ -65,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module_name, _, function = SUBCOMMANDS[name][0].partition(":")  # "module" (its main) or "module:function"
     if name in COMPILING and not any(a in ("-h", "--help") for a in rest):
+        from .compile_signals import end_on_signals_while_compiling
         from .numba_cache import compile_notice
 
         compile_notice()
+        end_on_signals_while_compiling(name)  # a signal during a compile ends the command at once
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:

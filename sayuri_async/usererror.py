@@ -37,6 +37,9 @@ signals      one rule for every command: ended by a signal, it exits 128 +
              for itself (``q`` in the live view, a STOP file, the games or
              steps reached) exits 0. A process forked from the command (a
              data-loader worker) ends on SIGTERM as it would by default.
+             While numba compiles (a first start), SIGTERM and SIGINT end
+             the command at once with the same line and status
+             (``compile_signals``): a clean stop would wait for the compile.
 parser       ``ArgumentParser``: argparse's, except that a mistake on the
              command line (an unknown option, a missing or malformed value)
              is a UserError too: the one line, not argparse's usage text
