@@ -44,11 +44,15 @@ PROGRESS = re.compile(r"evals/s\s+(\d+)(?: \(eff\s*(\d+)%\))?\s+batch\s+([\d.]+)
 
 
 def worktree(rev: str) -> Path:
-    """A detached worktree of ``rev`` in a temporary folder (its numba cache
-    compiled on the warm-up run)."""
-    where = Path(tempfile.mkdtemp(prefix="bench-demo-old-"))
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(where / "tree"), rev], check=True)
-    return where / "tree"
+    """A detached worktree of ``rev`` in the temporary folder, kept for the
+    next run (its numba cache is compiled on its first warm-up run); remove
+    it with ``git worktree remove PATH``."""
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    where = Path(tempfile.gettempdir()) / f"sayuri-bench-demo-{sha}"
+    if not (where / "sayuri_async").is_dir():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(where), sha], check=True)
+    return where
 
 
 def one_run(code: Path, games: int, extra: list[str]) -> dict:
@@ -83,17 +87,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--games", type=int, default=24, help="games a run (the demo's 24)")
     a = p.parse_args(argv)
     old = worktree(a.old)
+    print(f"old: {a.old} in {old}", flush=True)
     sides = {"old": old, "new": ROOT}
     runs: dict[str, list[dict]] = {"old": [], "new": []}
-    try:
-        for k in range(a.runs + 1):
-            for name, code in sides.items():
-                r = one_run(code, a.games, [])
-                if k > 0:
-                    runs[name].append(r)
-                print(f"{'warm-up' if k == 0 else f'run {k}'} {name}: {json.dumps(r)}", flush=True)
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
+    for k in range(a.runs + 1):
+        for name, code in sides.items():
+            r = one_run(code, a.games, [])
+            if k > 0:
+                runs[name].append(r)
+            print(f"{'warm-up' if k == 0 else f'run {k}'} {name}: {json.dumps(r)}", flush=True)
     med = {n: {f: statistics.median(r[f] for r in rs) for f in ("positions_s", "wall_positions_s")}
            for n, rs in runs.items()}
     result = {"old": a.old, "games": a.games, "runs": a.runs, "median": med,
