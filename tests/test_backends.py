@@ -201,4 +201,4 @@ def test_cuda_launches_queue_on_the_stream_and_collect_in_order(graphs: bool) ->
 def test_cuda_measure_rates_times_each_bucket() -> None:
     be = TorchBackend(tiny_net(4), device="cuda:0", max_batch=32)
     rates = be.measure_rates(9, 32)
-    assert set(rates) == {1, 2, 4, 8, 16, 32, 64, 128} and all(v > 0 for v in rates.values())
+    assert set(rates) == {1, 2, 4, 8, 16, 32} and all(v > 0 for v in rates.values())  # up to max_batch

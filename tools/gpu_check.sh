@@ -8,7 +8,8 @@
 # 1. the CUDA tests (graphs vs eager vs CPU, bf16 tolerance, stream, pinned input)
 # 2. bench_infer: evals/s by batch, eager vs CUDA graph, against sayuri_async/net/device_tables/h200.json
 # 3. bench_selfplay: evals/s, avgBatchSize, GPU busy with 1, 2, 4, 8 engine processes
-# 4. bench_train: the training pipeline against a bare forward+backward loop
+# 4. bench_raise: batch_size raised live from 32 to 128 on 20b256c 19x19 (time to 95% of the ceiling, longest stall)
+# 5. bench_train: the training pipeline against a bare forward+backward loop
 set -uo pipefail
 OUT=${OUT:-gpu-check}
 mkdir -p "$OUT"
@@ -34,6 +35,8 @@ for net in "10 128" "20 256"; do
     --warmup 15 --seconds 10 > "$OUT/selfplay-19-${1}b${2}c.txt" 2>&1
   grep "^board" "$OUT/selfplay-19-${1}b${2}c.txt"
 done
+step "raise 19x19 20b256c 32 -> 128" "$PY" tools/bench_raise.py --device cuda:0 --blocks 20 --channels 256 --board 19 \
+  --from 32 --to 128 --games 64 > "$OUT/raise-19-20b256c.txt" 2>&1; tail -2 "$OUT/raise-19-20b256c.txt" | head -1
 step "train 9x9 6b96c" "$PY" tools/bench_train.py --device cuda:0 --board 9 --blocks 6 --channels 96 --steps 200 \
   > "$OUT/train-9-6b96c.txt" 2>&1; tail -1 "$OUT/train-9-6b96c.txt"
 echo "gpu_check: figures in $OUT/"
