@@ -52,6 +52,7 @@ def package_version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the program's own run (not a caller's, such as a test's)
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
@@ -69,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         from .numba_cache import compile_notice
 
         compile_notice()
-        end_on_signals_while_compiling(name)  # a signal during a compile ends the command at once
+        if program:  # a caller in its own process keeps its own handling: see compile_signals
+            end_on_signals_while_compiling(name)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:

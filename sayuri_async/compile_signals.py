@@ -12,8 +12,10 @@ the delay   a command that stops cleanly on a signal (self-play: its event
             hear it while its main thread compiles: the stop waited for the
             compile and then for the games, which compile more. A SIGTERM
             during a first start's compile was honoured after 35 s and more.
-at once     ``end_on_signals_while_compiling(command)`` (``cli.main``, for the
-            commands that compile) registers a numba compile listener. From
+at once     ``end_on_signals_while_compiling(command)`` (``cli.main`` run as
+            the program, for the commands that compile; a caller of
+            ``cli.main(argv)`` in its own process, such as a test, keeps
+            its own handling) registers a numba compile listener. From
             the start of the outermost compile in the main thread to its
             end, SIGTERM and SIGINT have a handler that prints the command's
             one line (``terminated (SIGTERM)``, ``interrupted``: what

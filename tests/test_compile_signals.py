@@ -121,8 +121,9 @@ def test_selfplay_ends_at_once_on_sigterm_during_its_first_compile(tmp_path):
     code = (f"import sys\nsys.path.insert(0, {str(install)!r})\nIN_LOOP = True\nSIG = {int(signal.SIGTERM)}\n"
             + KILL_IN_COMPILE
             + "from sayuri_async.cli import main\n"
-            + f"sys.exit(main(['selfplay', '--no-tui', '--board-size', '7', '--num-games', '50', "
-              f"'--out', {str(out_dir)!r}]))\n")
+            + f"sys.argv = ['sayuri-async', 'selfplay', '--no-tui', '--board-size', '7', '--num-games', '50', "
+              f"'--out', {str(out_dir)!r}]\n"
+            + "sys.exit(main())\n")  # as the program runs it: cli.main reads sys.argv
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_BOUNDSCHECK")}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=1800)
