@@ -38,7 +38,7 @@ from ..net.identity import NetworkId, network_name
 from ..selfplay.follow import Candidate, check_weights, one_line
 from .store import Published
 
-PUBLISH_EVERY_S = 2.0
+PUBLISH_EVERY_S = 1.0  # a look is a scan of the folder (and a ~1 ms call to the store)
 
 
 class StoreCalls(Protocol):
