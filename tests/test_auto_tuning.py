@@ -220,3 +220,32 @@ def test_idle_cores_taken_by_other_programs_read_as_contended_not_as_a_process_l
     f.host_load = 0.55  # the engine's own 1.1: nobody else
     f.cores_used = 1.1
     assert diagnose(f, settings(32)).kind == "cores idle"
+
+
+def test_a_new_network_of_the_same_shape_keeps_the_curve_and_another_shape_is_measured(tmp_path, monkeypatch):
+    """A loop's next generation (same blocks and channels, same device) runs
+    at the same speed: swapping it in must not stall on a new measurement."""
+    from sayuri_async.net.backends import TorchBackend
+    from sayuri_async.net.model import Net, NetConfig
+    from sayuri_async.selfplay.engine import Engine
+
+    measured: list[str] = []
+
+    def measure(self, n, batch_size):
+        measured.append(self.name)
+        return {1: 10.0, 2: 20.0}
+
+    monkeypatch.setattr(TorchBackend, "measure_rates", measure)
+    cfg = SelfplayConfig(batch_size=2, out=str(tmp_path), write_sgf=False, writer_process=False)
+    first = TorchBackend(Net(NetConfig(blocks=1, channels=8)), threads=1, max_batch=2, name="a")
+    engine = Engine(cfg, first)
+    try:
+        engine._measure_device()
+        same = TorchBackend(Net(NetConfig(blocks=1, channels=8)), threads=1, max_batch=2, name="b")
+        other = TorchBackend(Net(NetConfig(blocks=2, channels=8)), threads=1, max_batch=2, name="c")
+        assert engine._rates_of(same) == ({1: 10.0, 2: 20.0}, 20.0)
+        assert measured == ["a"]
+        engine._rates_of(other)
+        assert measured == ["a", "c"]
+    finally:
+        engine.close()

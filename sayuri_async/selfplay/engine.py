@@ -65,6 +65,18 @@ from .writer_proc import WriterProcess
 NETWORKS_SHOWN = 16  # networks an engine's status lists (the latest)
 
 
+def curve_key(backend) -> tuple | None:
+    """What a device's curve depends on: the backend's kind, its network's
+    shape (not its weights), its device and largest batch; None where a
+    backend does not say its shape."""
+    be = getattr(backend, "current", backend)  # through a SwappableBackend
+    config = getattr(be, "config", None)
+    if config is None and not hasattr(be, "table"):
+        return None
+    return (type(be).__name__, repr(config), repr(getattr(be, "table", None)), str(getattr(be, "device", "")),
+            int(getattr(be, "max_batch", 0)))
+
+
 class Engine:
     def __init__(self, cfg: SelfplayConfig, backend, tag: str | None = None, writer: ChunkWriter | WriterProcess | None = None,
                  num_games: int | None = None, network: NetworkId | None = None,
@@ -72,6 +84,7 @@ class Engine:
                  measured: dict[int, dict[int, float]] | None = None) -> None:
         self.cfg = cfg
         self._measured = dict(measured or {})  # curves by board size measured already (``auto.resolve``)
+        self._curve_key: tuple | None = curve_key(backend)  # the shape the device's curve was measured for
         backend = SwappableBackend(backend)
         self.backend = backend
         self.encoder = backend.encoder
@@ -171,9 +184,16 @@ class Engine:
         self.device_rates, self.measured_best = rates
 
     def _rates_of(self, backend) -> tuple[dict[int, float], float]:
-        """``(device_rates, measured_best)`` of a backend (see ``_measure_device``)."""
+        """``(device_rates, measured_best)`` of a backend (see
+        ``_measure_device``). A new network of the same shape on the same
+        device (a loop's next generation) runs at the same speed: its curve
+        is the one measured already, not measured again."""
+        key = curve_key(backend)
+        if key is not None and key == self._curve_key and self.device_rates:
+            return self.device_rates, self.measured_best
         sizes = sorted(set(self.cfg.board_sizes))
         by_size = {n: backend.measure_rates(n, self.cfg.batch_size) for n in sizes}
+        self._curve_key = key
         return by_size[sizes[-1]], max((r for rates in by_size.values() for r in rates.values()), default=0.0)
 
     # ---- running -------------------------------------------------------
