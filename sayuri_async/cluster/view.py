@@ -132,8 +132,9 @@ class ClusterView:
                        positions_written=agg.positions_written + d.positions)
 
     def ingest_rate(self) -> float | None:
-        """Ingest's files a second over the last ``RATE_WINDOW_S`` (None before two looks)."""
-        if len(self._ingest) < 2 or self._ingest[-1][0] <= self._ingest[0][0]:
+        """Ingest's files a second over the last ``RATE_WINDOW_S`` (None before
+        looks a second apart)."""
+        if len(self._ingest) < 2 or self._ingest[-1][0] - self._ingest[0][0] < 1.0:
             return None
         (t0, n0), (t1, n1) = self._ingest[0], self._ingest[-1]
         return (n1 - n0) / (t1 - t0)
