@@ -31,6 +31,12 @@ at once     ``end_on_signals_while_compiling(command)`` (``cli.main`` run as
             engine and writer processes end with their parent
             (``lifetime.die_with_parent``). After the compile the handlers
             found at its start are back.
+engines     self-play's engine processes compile on their own: each
+            registers the listener with no command (``command=None``: no
+            line, the parent prints the command's), and the parent,
+            stopping on a signal, sends them SIGTERM besides its stop
+            request, so an engine that compiles ends at once (143) and one
+            that plays stops cleanly as before.
 left alone  a signal the process ignores (self-play's engine processes
             leave SIGINT to their parent) or leaves to the default action
             (which ends it at once already); compiles in other threads;
@@ -58,10 +64,11 @@ def _end_now(signum: int, _frame: FrameType | None) -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
-    try:
-        print(f"sayuri-async {_state['command']}: {message(ended)}", file=sys.stderr, flush=True)
-    except (OSError, ValueError):  # stderr closed: the status still says it
-        pass
+    if _state["command"] is not None:
+        try:
+            print(f"sayuri-async {_state['command']}: {message(ended)}", file=sys.stderr, flush=True)
+        except (OSError, ValueError):  # stderr closed: the status still says it
+            pass
     os._exit(exit_status(ended) or 128 + signum)
 
 
@@ -101,9 +108,10 @@ def compile_ended() -> None:
             signal.signal(sig, old)
 
 
-def end_on_signals_while_compiling(command: str) -> None:
+def end_on_signals_while_compiling(command: str | None) -> None:
     """Register the compile listener for this process (once; see "at once");
-    ``command`` names the subcommand in the line printed."""
+    ``command`` names the subcommand in the line printed (None: an engine
+    process, which prints none)."""
     _state["command"] = command
     if _state["pid"] == os.getpid():
         return

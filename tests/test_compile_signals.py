@@ -132,3 +132,64 @@ def test_selfplay_ends_at_once_on_sigterm_during_its_first_compile(tmp_path):
     assert lines[-1] == "sayuri-async selfplay: terminated (SIGTERM)", out.stderr
     assert "Traceback" not in out.stderr
     assert not list(out_dir.rglob("*.npz"))  # stopped before any game ended
+
+
+def _start_selfplay(install: Path | None, out_dir: Path, *extra: str) -> subprocess.Popen:
+    """``sayuri-async selfplay`` as the program runs it, from the package
+    copy ``install`` (None: this checkout)."""
+    path = f"sys.path.insert(0, {str(install)!r})\n" if install is not None else ""
+    argv = ["sayuri-async", "selfplay", "--no-tui", "--board-size", "7", "--out", str(out_dir), *extra]
+    code = f"import sys\n{path}sys.argv = {argv!r}\nfrom sayuri_async.cli import main\nsys.exit(main())\n"
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_BOUNDSCHECK")}
+    return subprocess.Popen([sys.executable, "-c", code], cwd=install.parent if install else ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(found, proc: subprocess.Popen, limit: float = 600) -> None:
+    import time
+
+    t0 = time.monotonic()
+    while not found():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < limit
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_engine_processes_that_compile_end_at_once_and_the_run_stops_as_asked(tmp_path):
+    """Two engine processes compile on a cold cache: the parent's SIGTERM
+    reaches them as a signal too, they end at once (where their stop
+    request waited for the whole compile), and the run stops cleanly (143,
+    "stopped by SIGTERM", no failure) with no game played."""
+    install = tmp_path / "install"
+    shutil.copytree(ROOT / "sayuri_async", install / "sayuri_async",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    out_dir = tmp_path / "sp"
+    proc = _start_selfplay(install, out_dir, "--procs", "2", "--num-games", "50", "--parallel-games", "2")
+    _wait_for(lambda: list(install.rglob("*.nbi")), proc)  # the engines compile (and cache what is done)
+    proc.send_signal(signal.SIGTERM)
+    try:  # the whole compile takes minutes here (the stop that waited for it: 391 s)
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("SIGTERM was not honoured within 120 s: the engines went on compiling")
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert proc.returncode == 143, err
+    assert lines[-1] == "sayuri-async selfplay: stopped by SIGTERM" and "failed" not in err, err
+    assert "Traceback" not in err
+    assert not list(out_dir.rglob("*.npz"))
+
+
+@pytest.mark.slow
+def test_engine_processes_that_play_still_stop_cleanly(tmp_path):
+    out_dir = tmp_path / "sp"
+    proc = _start_selfplay(None, out_dir, "--procs", "2", "--num-games", "0", "--parallel-games", "2",
+                           "--playouts", "8", "--batch-size", "2")
+    _wait_for(lambda: {p.name.split("-")[-2] for p in (out_dir / "data").glob("chunk-*.npz")} >= {"p0", "p1"},
+              proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert "stopped by SIGTERM" in err and "failed" not in err and "Traceback" not in err, err
+    assert not list(out_dir.rglob(".*.tmp"))

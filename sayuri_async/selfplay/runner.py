@@ -18,7 +18,10 @@ lifetime    SIGINT and SIGTERM stop a run cleanly (whole files only), in one
             it found are back (``run_event_loop``: uvloop leaves its own in
             place when its loop closes), so a caller's later phases (the RL
             loop's training and evaluation) get KeyboardInterrupt and its
-            SIGTERM handler again.
+            SIGTERM handler again. Stopping on a signal, the parent sends
+            its engine processes SIGTERM besides the stop request: one
+            that is compiling (a first start) cannot read its queue and
+            ends at once (``compile_signals``), which is no failure.
 tags        an engine's writer tag (part of every file name) is the run's
             ``fileio.run_stamp()`` (plus ``-p<i>`` per engine process), so no
             run reuses an earlier run's names.
@@ -85,6 +88,7 @@ def install_uvloop() -> str:
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+ENDED_BY_SIGTERM = (128 + signal.SIGTERM, -signal.SIGTERM)  # an engine's exit code after the parent's SIGTERM
 
 
 def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
@@ -223,7 +227,10 @@ def _child(cfg: SelfplayConfig, device: str, tag: str, writer_tag: str, num_game
     its parent dies (``lifetime.die_with_parent``)."""
     die_with_parent(parent_pid, signal.SIGTERM, STOP_GRACE_S)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    from ..compile_signals import end_on_signals_while_compiling
     from .engine import Engine
+
+    end_on_signals_while_compiling(None)  # SIGTERM while compiling: end at once, silently (the parent speaks)
 
     final: list[Status | None] = [None]
     error: str | None = None
@@ -292,16 +299,22 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
     procs: list = []
     ctrls: list = []
     stopping = False
+    signalled = False  # stopping on a signal: the engines got SIGTERM too
     reports = NetworkReports(warn)
 
     def stop(signum: int | None = None, _frame=None) -> None:
-        nonlocal stopping
+        nonlocal stopping, signalled
         if signum is not None and on_signal is not None:
             on_signal(signum)
         if not stopping:
             stopping = True
             for q in ctrls:
                 q.put({"stop": True})
+        if signum is not None and not signalled:  # one that compiles cannot read its queue: it ends at once
+            signalled = True
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
 
     old = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -339,7 +352,9 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
             for p in procs:
                 tag = p.name.removeprefix("selfplay-")
                 if tag not in finished and not p.is_alive():
-                    if now - dead_since.setdefault(tag, now) > DEAD_SILENT_S:
+                    if signalled and p.exitcode in ENDED_BY_SIGTERM:  # as asked (see compile_signals)
+                        finished.add(tag)
+                    elif now - dead_since.setdefault(tag, now) > DEAD_SILENT_S:
                         finished.add(tag)
                         errors[tag] = f"exited with code {p.exitcode} before its last report"
                         stop()
@@ -370,7 +385,7 @@ def run_multiprocess(cfg: SelfplayConfig, reporter, interval: float = STATUS_INT
     reporter.close(final)
     for p in procs:
         tag = p.name.removeprefix("selfplay-")
-        if p.exitcode not in (0, None) and tag not in errors:
+        if p.exitcode not in (0, None) and tag not in errors and not (signalled and p.exitcode in ENDED_BY_SIGTERM):
             errors[tag] = f"exited with code {p.exitcode}"
     if errors:
         names = ", ".join(f"selfplay-{t}" for t in sorted(errors))
