@@ -249,3 +249,14 @@ def test_a_new_network_of_the_same_shape_keeps_the_curve_and_another_shape_is_me
         assert measured == ["a", "c"]
     finally:
         engine.close()
+
+
+def test_auto_keeps_to_batches_a_short_run_can_fill():
+    """24 games in 2 processes: 12 a process, 48 requests in flight, so by
+    the rule of thumb batches of at most 24: the pick is among 1..16."""
+    assert auto.games_fillable(24, 2, 4) == 24 and auto.games_fillable(0, 2, 4) is None
+    assert auto.pick_batch(CPU_CURVE, most=24) == 16
+    assert auto.pick_batch(CPU_CURVE, most=0) == 1  # nothing that small: the smallest bucket
+    cfg = SelfplayConfig(batch_size="auto", procs=2, num_games=24, weights="net.safetensors")
+    choice = auto.resolve(cfg, measure=lambda c, t: dict(CPU_CURVE), total_cores=2)
+    assert choice.cfg.batch_size == 16 and "24 games fill batches of at most 24 a process" in choice.line

@@ -9,9 +9,13 @@ curve       the device's sustained evals/s per bucket, as the backend
 auto batch  ``pick_batch(curve)``: the smallest bucket within
             ``AUTO_WITHIN`` (5%) of the curve's best rate (a larger batch
             costs memory and latency for nothing); ``parallel_games`` then
-            follows the rule of thumb (``report.games_needed``). Without a
-            curve (the random network, which has no device) the batch stays
-            ``FALLBACK_BATCH``.
+            follows the rule of thumb (``report.games_needed``). A run of
+            ``num_games`` games can fill, per process, batches of at most
+            ``games_fillable`` (its games' requests in flight, by the same
+            rule): the pick stays among those buckets, so a short run's
+            batches leave full instead of waiting for games it does not have.
+            Without a curve (the random network, which has no device) the
+            batch stays ``FALLBACK_BATCH``.
 auto procs  on a CPU with a network, the engine processes per device and
             torch threads per process (``cores // procs``): ``pick_procs``
             over the forward rates of the candidates ``1`` and ``cores``,
@@ -35,11 +39,11 @@ import numpy as np
 
 from ..usererror import RunFailure
 from .config import AUTO, SelfplayConfig
-from .report import cores, games_needed
+from .report import GAMES_PER_BATCH, cores, games_needed
 
 AUTO_WITHIN = 0.05  # a bucket (or process count) within 5% of the best counts as the best
 FALLBACK_BATCH = 32  # batch_size = "auto" where there is no curve (the random network)
-PROBE_SECONDS = 1.0  # forward passes per candidate of procs = "auto"
+PROBE_SECONDS = 0.5  # forward passes per candidate of procs = "auto"
 PROBE_START_S = 120.0  # a candidate's processes must report within this (spawn, torch import, weights)
 
 
@@ -56,13 +60,24 @@ class Choice:
     measured: dict[int, dict[int, float]] = field(default_factory=dict)
 
 
-def pick_batch(curve: dict[int, float], within: float = AUTO_WITHIN) -> int | None:
-    """The smallest bucket whose rate is within ``within`` of the best; None
-    for an empty curve."""
+def pick_batch(curve: dict[int, float], within: float = AUTO_WITHIN, most: int | None = None) -> int | None:
+    """The smallest bucket whose rate is within ``within`` of the best among
+    the buckets up to ``most`` (all when None, the smallest when none is
+    that small); None for an empty curve."""
     if not curve:
         return None
-    best = max(curve.values())
-    return min(b for b, r in curve.items() if r >= (1 - within) * best)
+    fits = {b: r for b, r in curve.items() if most is None or b <= most} or {min(curve): curve[min(curve)]}
+    best = max(fits.values())
+    return min(b for b, r in fits.items() if r >= (1 - within) * best)
+
+
+def games_fillable(num_games: int, procs: int, leaves_per_await: int) -> int | None:
+    """The largest batch ``num_games`` games (0: no end) fill in each of
+    ``procs`` processes by the rule of thumb; None without a limit."""
+    if num_games <= 0:
+        return None
+    per_proc = -(-num_games // max(procs, 1))
+    return max(per_proc * max(leaves_per_await, 1) // GAMES_PER_BATCH, 1)
 
 
 def pick_procs(rates: dict[int, float], within: float = AUTO_WITHIN) -> int:
@@ -188,7 +203,8 @@ def resolve(cfg: SelfplayConfig, measure: Callable[[SelfplayConfig, int | None],
         threads = max(c // procs, 1) if on_cpu_net else None
         curve = measure(cfg, threads)
         measured[max(cfg.board_sizes)] = curve
-        pick = pick_batch(curve)
+        most = games_fillable(cfg.num_games, int(procs), cfg.search.leaves_per_await)
+        pick = pick_batch(curve, most=most)
         if pick is None:
             batch = FALLBACK_BATCH
             parts.append(f"batch_size {batch} (the random network has no device curve to pick from)")
@@ -201,6 +217,8 @@ def resolve(cfg: SelfplayConfig, measure: Callable[[SelfplayConfig, int | None],
             if smaller:
                 b0 = max(smaller)
                 why += f", {_fmt(curve[b0])} at {b0}"
+            if most is not None and max(curve) > most:
+                why += f"; {cfg.num_games} games fill batches of at most {most} a process"
             parts.append(f"batch_size {batch} ({why})")
     if procs_auto:
         if on_cpu_net and c > 1:
