@@ -260,3 +260,12 @@ def test_auto_keeps_to_batches_a_short_run_can_fill():
     cfg = SelfplayConfig(batch_size="auto", procs=2, num_games=24, weights="net.safetensors")
     choice = auto.resolve(cfg, measure=lambda c, t: dict(CPU_CURVE), total_cores=2)
     assert choice.cfg.batch_size == 16 and "24 games fill batches of at most 24 a process" in choice.line
+
+
+def test_the_verdict_advises_no_batch_the_run_has_not_the_games_to_fill():
+    f = busy_figures(CPU_CURVE, 16, 1262.0)
+    f.games_live, f.games_unstarted = 8, 4  # 12 games left, one leaf each: batches of 6 by the rule of thumb
+    v = diagnose(f, settings(16))
+    assert "batch_size" not in v.advice
+    f.games_unstarted = 1000  # a long run: the faster batch
+    assert diagnose(f, settings(16)).advice.get("batch_size") == 64

@@ -317,6 +317,7 @@ class Engine:
             device_rates=dict(self.device_rates),
             device_best=max(self.measured_best, sustained_rate(counters)) if self.measured_best > 0 else 0.0,
             draining=not self._want_more_games(),
+            games_unstarted=max(self.num_games - self.started, 0) if self.num_games > 0 else None,
             games=[replace(g) for g in self.live.values()],
             finished=self.finished,
             chunks=self.writer.chunks_written,

@@ -79,6 +79,8 @@ def aggregate(statuses: list[Status]) -> Status | None:
         settings=statuses[0].settings,
         device_best=device_best_of(statuses),
         draining=all(s.draining for s in statuses),
+        games_unstarted=(None if any(s.games_unstarted is None for s in statuses)
+                         else sum(s.games_unstarted for s in statuses)),
         device_rates=device_rates_of(statuses),
         warm_at=None if any(s.warm_at is None for s in statuses) else max(s.warm_at for s in statuses),
         games=[g for s in statuses for g in s.games],
@@ -126,6 +128,7 @@ class Figures(Rates):
     device_rates: dict[int, float] = field(default_factory=dict)
     games_live: int = 0
     draining: bool = False
+    games_unstarted: int | None = None  # the run's games not started yet (None: no end)
     elapsed: float = 0.0
     host_load: float = 0.0
     cores: int = 1  # the cores the engine may run on
@@ -160,6 +163,7 @@ def figures(a: Status | None, b: Status, devices: int = 1) -> Figures:
     f.device_rates = b.device_rates
     f.games_live = len(b.games)
     f.draining = b.draining
+    f.games_unstarted = b.games_unstarted
     f.elapsed = b.elapsed
     f.host_load = host_load()
     f.cores = cores()
@@ -260,6 +264,16 @@ def _bucket_rate(rates: dict[int, float], b: int) -> float | None:
     return next((rates[k] for k in sorted(rates) if k >= b), None)
 
 
+def _fillable(r: Figures, leaves: int) -> int:
+    """The largest batch the run's remaining games (in progress and not yet
+    started) fill in each process by the rule of thumb; no limit for a run
+    without an end."""
+    if r.games_unstarted is None:
+        return 1 << 30
+    per_proc = -(-(r.games_live + r.games_unstarted) // max(r.procs, 1))
+    return max(per_proc * leaves // GAMES_PER_BATCH, 1)
+
+
 def _larger_batch(r: Figures, b: int, loop: float, most: int | None = None) -> int | None:
     """The smallest batch size (a bucket of the device's rates, at most
     ``most``: the backend's ``max_batch_size``) that gives at least 95% of
@@ -328,7 +342,7 @@ def _diagnose(r: Figures | None, settings: EngineSettings) -> Verdict:
     figs = _figures_text(r, settings)
     if gpu >= GPU_SATURATED:
         if fill >= FULL_BATCH:
-            bigger = _larger_batch(r, b, loop, settings.max_batch_size)
+            bigger = _larger_batch(r, b, loop, min(settings.max_batch_size, _fillable(r, leaves)))
             if bigger is not None:
                 games = max(p, games_needed(bigger, leaves))
                 return Verdict("batch too small",

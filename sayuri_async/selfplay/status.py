@@ -59,6 +59,7 @@ class Status:
     device_rates: dict[int, float] = field(default_factory=dict)
     device_best: float = 0.0
     draining: bool = False
+    games_unstarted: int | None = None  # games of the run not started yet; None: no end (num_games 0)
     games: list[LiveGame] = field(default_factory=list)
     finished: int = 0
     chunks: int = 0
