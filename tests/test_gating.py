@@ -10,6 +10,8 @@ from sayuri_async import match as match_module
 from sayuri_async.gating import GateRule, expected_score, sprt_bounds, sprt_llr
 from sayuri_async.loop import Loop
 from sayuri_async.loop_workspace import LoopState
+from sayuri_async.net.model import Net, NetConfig
+from sayuri_async.net.weights import save_weights
 
 from test_loop import write_cfg
 
@@ -102,7 +104,9 @@ def test_the_loop_refuses_a_weaker_candidate(tmp_path, monkeypatch, win_rate, pr
     monkeypatch.setattr("sayuri_async.backend_factory.make_backend", lambda *a, **k: None)
     ws = tmp_path / "ws"
     loop = Loop(gated_cfg(tmp_path, "sprt"), str(ws))
-    (ws / "weights" / "gen-000001.safetensors").write_bytes(b"")  # the players never load it here
+    # the players never load them here; the best one must be whole for the loop to start
+    save_weights(ws / "weights" / "gen-000000.safetensors", Net(NetConfig(blocks=1, channels=8)))
+    (ws / "weights" / "gen-000001.safetensors").write_bytes(b"")
     prior = LoopState(generation=1, phase="eval", best="weights/gen-000000.safetensors", best_generation=0,
                       summaries=[{"generation": 1}])
     loop.ws.save_state(prior)

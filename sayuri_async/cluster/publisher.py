@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..net.identity import NetworkId, network_name
-from ..selfplay.follow import Candidate, check_weights, one_line
+from ..selfplay.follow import Candidate, check_weights, one_line, weights_newest_first
 from .store import Published
 
 PUBLISH_EVERY_S = 1.0  # a look is a scan of the folder (and a ~1 ms call to the store)
@@ -57,24 +57,6 @@ class RayStore:
 
     def publish(self, name: str, sha256: str, data: bytes) -> int:
         return self._ray.get(self._handle.publish.remote(name, sha256, data))
-
-
-def weights_newest_first(folder: str | os.PathLike) -> list[Candidate]:
-    """The weights files of ``folder``, newest first (``follow.newest_weights``'s order)."""
-    out = []
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return out
-    for e in entries:
-        if e.name.startswith(".") or not e.name.endswith(".safetensors"):
-            continue
-        try:
-            st = e.stat()
-        except OSError:  # removed while we looked
-            continue
-        out.append(Candidate(Path(e.path), st.st_mtime_ns, st.st_size))
-    return sorted(out, key=lambda c: (c.mtime_ns, c.path.name), reverse=True)
 
 
 def holds_networks(folder: str | os.PathLike) -> bool:

@@ -46,13 +46,14 @@ class Candidate:
     size: int
 
 
-def newest_weights(folder: str | os.PathLike) -> Candidate | None:
-    """The newest weights file in ``folder`` (see the vocabulary), or None."""
-    best: Candidate | None = None
+def weights_newest_first(folder: str | os.PathLike) -> list[Candidate]:
+    """The weights files of ``folder``, newest first (see the vocabulary);
+    [] when the folder cannot be read."""
+    out: list[Candidate] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return None
+        return out
     for e in entries:
         if e.name.startswith(".") or not e.name.endswith(".safetensors"):
             continue
@@ -60,10 +61,14 @@ def newest_weights(folder: str | os.PathLike) -> Candidate | None:
             st = e.stat()
         except OSError:  # removed while we looked
             continue
-        c = Candidate(Path(e.path), st.st_mtime_ns, st.st_size)
-        if best is None or (c.mtime_ns, c.path.name) > (best.mtime_ns, best.path.name):
-            best = c
-    return best
+        out.append(Candidate(Path(e.path), st.st_mtime_ns, st.st_size))
+    return sorted(out, key=lambda c: (c.mtime_ns, c.path.name), reverse=True)
+
+
+def newest_weights(folder: str | os.PathLike) -> Candidate | None:
+    """The newest weights file in ``folder`` (see the vocabulary), or None."""
+    found = weights_newest_first(folder)
+    return found[0] if found else None
 
 
 def sidecar_time(path: Path) -> int | None:
