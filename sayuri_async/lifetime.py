@@ -116,11 +116,22 @@ def ctrl_c_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    old = signal.signal(signal.SIGINT, _interrupt)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, old if old is not None else signal.SIG_DFL)
+
+
+def _interrupt(signum: int, frame) -> None:
+    """Python's own Ctrl-C (KeyboardInterrupt), with multiprocessing's
+    threads told the process is ending (``usererror.ending_quietly``): a
+    data-loader worker that ends while it hands a batch over prints no
+    traceback."""
+    from .usererror import ending_quietly
+
+    ending_quietly()
+    signal.default_int_handler(signum, frame)
 
 
 def child_pids(pid: int) -> list[int]:

@@ -201,11 +201,23 @@ def stopped_by(signum: int) -> None:
     _stopped.append(int(signum))
 
 
+def ending_quietly() -> None:
+    """The command is ending on a signal: multiprocessing's background
+    threads (the resource sharer that hands tensors over from data-loader
+    workers, queue feeders) stop without printing a traceback as the workers
+    end, as they do once the interpreter exits. Their own "exiting" flag,
+    ``multiprocessing.util._exiting``, is set now instead of at exit."""
+    import multiprocessing.util as mp_util
+
+    mp_util._exiting = True
+
+
 def _on_sigterm(signum: int, _frame) -> None:
     if os.getpid() != _owner[0]:  # a forked child (a data-loader worker): end as by default
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
+    ending_quietly()
     raise Terminated()
 
 

@@ -62,6 +62,7 @@ import numpy as np
 import torch
 
 from sayuri_async.chunkfile import ChunkError, generation_of, peek_chunk, read_chunk
+from sayuri_async.usererror import ending_quietly
 
 
 @dataclass(frozen=True)
@@ -411,9 +412,14 @@ def make_loader(stream: ChunkStream, pin_memory: bool, prefetch_batches: int = 4
 
 
 def _worker_init(_: int) -> None:
-    """One thread per worker; SIGTERM ends a worker quietly (see "workers")."""
+    """One thread per worker; SIGTERM ends a worker quietly (see "workers"),
+    and so does the trainer going away while the worker hands it a batch:
+    the worker's multiprocessing threads (the resource sharer that passes
+    the batch's tensors) print no traceback (``usererror.ending_quietly``;
+    a worker's own failure reaches the trainer through the DataLoader)."""
     torch.set_num_threads(1)
     signal.signal(signal.SIGTERM, _end_quietly)
+    ending_quietly()
 
 
 def _end_quietly(_signum: int, _frame: object) -> None:
