@@ -125,7 +125,7 @@ DRIVER = textwrap.dedent('''\
     deadline = time.monotonic() + 120
     while "connected" not in (work / "driver.txt").read_text() and time.monotonic() < deadline:
         time.sleep(0.2)
-    node_sessions = child_pids(nodeb.pid)  # its ray start leads the node's own process session
+    node_sessions = child_pids(nodeb.pid)  # its ray start leads the node's own setsid group
     os.killpg(nodeb.pid, signal.SIGKILL)  # the `cluster join` killed outright: its node dies with it
     deadline = time.monotonic() + 20
     while any(session_pids(s) for s in node_sessions) and time.monotonic() < deadline:

@@ -9,18 +9,18 @@ nodes folder  ``<RAY_TMPDIR, else the temporary folder>/sayuri-async-nodes``:
             holding ``node.json`` (its record) and ``ray.log`` (``LOG_NAME``:
             everything ``ray start`` and Ray's C++ code print, which never
             reaches the screen).
-record      ``NodeRecord``: the role, the addresses, and the process session
-            of the node. ``ray start`` runs as the leader of a process
-            session of its own, and every process of the node (the GCS, the
-            raylet, the monitors, the workers) stays in that session, even
+record      ``NodeRecord``: the role, the addresses, and the setsid group
+            of the node. ``ray start`` runs as the leader of a setsid
+            group of its own, and every process of the node (the GCS, the
+            raylet, the monitors, the workers) stays in that group, even
             after ``ray start`` itself has ended (a head without
-            ``--block``). The session's id is the node's mark.
-running     a record is running while some process of its session is alive
+            ``--block``). The group's id (its leader's pid) is the node's mark.
+running     a record is running while some process of its group is alive
             (a zombie counts as ended).
-stop        ``stop_session``: SIGTERM to the processes of the session in
+stop        ``stop_session``: SIGTERM to the processes of the group in
             ``ray stop``'s order (the raylet, then the rest, the GCS last),
             each stage a third of ``STOP_WAIT_S`` to end before SIGKILL.
-            Ray processes of other sessions (``ray start`` by hand, another
+            Ray processes of other groups (``ray start`` by hand, another
             program's ``ray.init()``) are never touched, where ``ray stop``
             ends every Ray process of the machine.
 """
@@ -47,12 +47,12 @@ class NodeRecord:
     bind: str  # the node's own address
     port: int  # the head's port (its own for a head)
     head: str  # the head's HOST:PORT
-    session: int  # the process session of the node (ray start's pid)
+    session: int  # the setsid group of the node (ray start's pid)
     started: float  # time.time() at the start
 
     def describe(self) -> str:
         what = f"the head on {self.bind}:{self.port}" if self.role == "head" else f"the node {self.bind} of {self.head}"
-        return f"{what} (process session {self.session})"
+        return f"{what} (setsid group {self.session})"
 
 
 def nodes_root() -> Path:
@@ -98,7 +98,7 @@ def records() -> list[tuple[Path, NodeRecord]]:
 
 
 def session_pids(session: int) -> list[int]:
-    """The live processes of process session ``session`` (Linux /proc)."""
+    """The live processes of setsid group ``session`` (Linux /proc)."""
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():

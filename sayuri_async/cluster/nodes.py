@@ -11,7 +11,7 @@ join        ``ray start --address HEAD --block``: it runs until the node
             leaves. When the head dies every node leaves about 60 s later;
             a supervisor that runs ``cluster join`` again in a loop brings
             the node back once the head is up.
-start       ``ray start`` runs as the leader of a process session of its own,
+start       ``ray start`` runs as the leader of a setsid group of its own,
             through ``raystart`` (the node's address pinned: no probe of a
             public address), with everything it and Ray's C++ code print
             going to the node's ``ray.log`` (``noderecord``); the command
@@ -25,7 +25,7 @@ stop        SIGTERM or Ctrl-C of ``cluster head --block`` / ``cluster join``
             seconds and ends its processes; the command waits for it (at
             most ``STOP_WAIT_S``; ``CONNECTING_STOP_S`` for one still
             connecting, which may not heed SIGTERM for half a minute), then ends
-            whatever of the node's session is left, so a supervisor's stop
+            whatever of the node's setsid group is left, so a supervisor's stop
             leaves nothing. ``cluster stop`` ends a node started without
             ``--block`` the same way (``noderecord``).
 niceness    Ray starts its worker processes, the engine actors among them,
@@ -131,7 +131,7 @@ def _ended(code: int, text: str) -> str:
 
 def run_ray_start(command: list[str], folder: Path, record: NodeRecord, block: bool,
                   started_line: str) -> int:
-    """Run ``ray start`` as the node's session leader, its output into
+    """Run ``ray start`` as the node's setsid group leader, its output into
     ``folder``'s log (see "start" and "stop"); ``started_line`` is printed
     once Ray says it runs. A version mismatch is a UserError."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -189,14 +189,14 @@ def run_ray_start(command: list[str], folder: Path, record: NodeRecord, block: b
 def _end(proc: subprocess.Popen, started: bool) -> None:
     """SIGTERM to ``ray start``: a running node drains and ends its processes
     (at most ``STOP_WAIT_S``), one still connecting gets ``CONNECTING_STOP_S``
-    (it may not heed SIGTERM for half a minute); then the rest of its session."""
+    (it may not heed SIGTERM for half a minute); then the rest of its setsid group."""
     if proc.poll() is None:
         try:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=STOP_WAIT_S if started else CONNECTING_STOP_S)
         except subprocess.TimeoutExpired:
             pass
-        except BaseException:  # the user insisted: on to the session
+        except BaseException:  # the user insisted: on to the setsid group
             pass
     stop_session(proc.pid, wait_s=10.0)
     proc.poll()

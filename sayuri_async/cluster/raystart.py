@@ -101,7 +101,7 @@ def connect_driver(ray, address: str, namespace: str, log: Path) -> None:
 
 
 def _end_with_parent(parent: int) -> None:
-    """Once ``parent`` is gone, SIGKILL to every process of this session (see "launcher")."""
+    """Once ``parent`` is gone, SIGKILL to every process of this setsid group (see "launcher")."""
     def watch() -> None:
         from .noderecord import session_pids
 
