@@ -70,6 +70,10 @@ def test_the_shipped_pool_file_names_twelve_players():
     ('[[player]]\nname = "a"\n', r"name 'a' is given twice"),
     ('[[player]]\nname = "c d"\n', r"\[player 3\ \(c d\)] name: must be"),
     ('[engines]\n', r"unknown section \[engines\]"),
+    ('[[pair]]\nplayers = ["a", "zz"]\ngames = 4\n', r"\[pair 1\] players: 'zz' is not a \[\[player\]\] of the pool"),
+    ('[[pair]]\nplayers = ["a", "a"]\n', r"\[pair 1\] players: must name two different players"),
+    ('[[pair]]\nplayers = ["a", "b2"]\ngames = -1\n', r"\[pair 1\] games: must be"),
+    ('[[pair]]\nplayers = ["a", "b2"]\n[[pair]]\nplayers = ["b2", "a"]\n', r"\[pair 2\] players: the pair a and b2 is given twice"),
 ])
 def test_a_bad_pool_file_is_refused_naming_the_file_and_key(tmp_path, body, message):
     path = tmp_path / "bad.toml"
@@ -84,6 +88,36 @@ def test_the_schedule_plays_in_rounds_whatever_the_order_of_the_file():
     assert s == [("fresh", "gumbel", 0), ("fresh", "puct", 0), ("gumbel", "puct", 0),
                  ("fresh", "gumbel", 1), ("fresh", "puct", 1), ("gumbel", "puct", 1)]
     assert schedule(["fresh", "puct", "gumbel"], 2) == s
+
+
+def test_a_pair_of_its_own_plays_its_own_games_after_the_others_rounds_and_0_leaves_it_out():
+    own = {("fresh", "gumbel"): 4, ("gumbel", "puct"): 0}
+    s = schedule(["puct", "gumbel", "fresh"], 2, own)
+    assert s == [("fresh", "gumbel", 0), ("fresh", "puct", 0), ("fresh", "gumbel", 1), ("fresh", "puct", 1),
+                 ("fresh", "gumbel", 2), ("fresh", "gumbel", 3)]
+    assert schedule(["puct", "gumbel", "fresh"], 2, {}) == schedule(["puct", "gumbel", "fresh"], 2)
+
+
+def test_a_pool_with_pair_tables_plays_and_reports_their_games(tmp_path):
+    path = pool_file(tmp_path)
+    path.write_text(path.read_text() + '\n[[pair]]\nplayers = ["puct", "fresh"]\ngames = 3\n'
+                                       '\n[[pair]]\nplayers = ["gumbel", "puct"]\ngames = 0\n')
+    out = tmp_path / "pool"
+    assert rate_cli.main([str(path), "--out", str(out)]) == 0
+    done = json.loads(Path(f"{out}.json").read_text())
+    pairs = {(p["a"], p["b"]): p["games"] for p in done["pairs"]}
+    assert pairs == {("fresh", "gumbel"): 2, ("fresh", "puct"): 3}
+    assert done["progress"]["scheduled"] == 5 and done["progress"]["pair_games"] == [
+        {"players": ["fresh", "puct"], "games": 3}, {"players": ["gumbel", "puct"], "games": 0}]
+    md = Path(f"{out}.md").read_text()
+    assert "5 of 5 games (complete; 2 a pair; fresh and puct 3, gumbel and puct none," in md
+
+
+def test_the_equal_time_pool_file_names_its_players_and_pairs():
+    pf = load_pool(Path(__file__).resolve().parents[1] / "configs" / "rate-9x9-equal-time.toml")
+    assert [p.name for p in pf.players] == ["net-4x48-1s", "net-6b96c-1s", "gnugo-l10", "pachi-1s"]
+    assert pf.pair_games == {("net-4x48-1s", "net-6b96c-1s"): 200, ("gnugo-l10", "pachi-1s"): 0}
+    assert len(schedule([p.name for p in pf.players], pf.pool.games, pf.pair_games)) == 600
 
 
 def test_a_pool_stopped_after_k_games_continues_without_playing_them_again(tmp_path, monkeypatch, capsys):

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {g.x} vs {g.y} game {g.k}: {g.result} ({g.reason}); "
               f"{f['progress']['games']}/{f['progress']['scheduled']}", file=sys.stderr, flush=True)
 
-    asyncio.run(play_pool(players, record, pf.pool.games, pf.pool.concurrency, on_game))
+    asyncio.run(play_pool(players, record, pf.pool.games, pf.pool.concurrency, on_game, pair_games=pf.pair_games))
     fig = write()
     print(markdown(pf, fig))
     return 0

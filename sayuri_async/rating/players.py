@@ -13,8 +13,12 @@ player      a name and either a network with its search settings
 pool file   TOML: ``[pool]`` (``PoolConfig``: board, komi, games a pair,
             openings, scoring, the fit's anchor and virtual draws, games at
             once), ``[defaults]`` (player keys every ``[[player]]`` starts
-            from) and one ``[[player]]`` table per player, two at least.
-            configs/rate-9x9-search.toml is the manual's example.
+            from), one ``[[player]]`` table per player, two at least, and
+            optional ``[[pair]]`` tables (``PairSpec``: two players' names
+            and the games that pair plays in place of ``[pool] games``; 0
+            leaves the pair out). configs/rate-9x9-search.toml is the
+            manual's example, configs/rate-9x9-equal-time.toml one with
+            pairs.
 build       ``build_players`` makes the match players: one backend per
             weights file (players of the same network share it), a
             ``NetPlayer`` per network player, a ``GtpPlayer`` per engine
@@ -23,14 +27,14 @@ build       ``build_players`` makes the match players: one backend per
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
 from ..configfile import SEED_RANGE, ConfigError, between, fill, read_toml, require, within
 from ..go.board import MAX_N, MIN_N
 
-__all__ = ["PlayerSpec", "PoolConfig", "PoolFile", "build_players", "load_pool", "spec_record"]
+__all__ = ["PairSpec", "PlayerSpec", "PoolConfig", "PoolFile", "build_players", "load_pool", "spec_record"]
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")  # safe in a table and a file name
 MAX_PLAYERS = 64
@@ -107,14 +111,38 @@ class PoolConfig:
 
 
 @dataclass
+class PairSpec:
+    players: list[str] = field(default_factory=list)  # two players' names
+    games: int = 0  # the games this pair plays (0: none), whatever [pool] games and --games say
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.players, list) and len(self.players) == 2
+                and all(isinstance(n, str) for n in self.players) and self.players[0] != self.players[1],
+                "players", f"must name two different players, not {self.players!r}")
+        between(self, 0, 100_000, "games")
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The pair as the schedule names it (sorted)."""
+        x, y = sorted(self.players)
+        return x, y
+
+
+@dataclass
 class PoolFile:
     path: Path
     pool: PoolConfig
     players: list[PlayerSpec]
+    pairs: list[PairSpec] = field(default_factory=list)
 
     @property
     def anchor(self) -> str:
         return self.pool.anchor or self.players[0].name
+
+    @property
+    def pair_games(self) -> dict[tuple[str, str], int]:
+        """The games of the pairs ``[[pair]]`` tables set (sorted names -> games)."""
+        return {p.key: p.games for p in self.pairs}
 
 
 def load_pool(path: str | Path) -> PoolFile:
@@ -123,8 +151,8 @@ def load_pool(path: str | Path) -> PoolFile:
     src = str(path)
     data = read_toml(path)
     for table in data:
-        if table not in ("pool", "defaults", "player"):
-            raise ConfigError(f"{src}: unknown section [{table}] (known: pool, defaults, player)")
+        if table not in ("pool", "defaults", "player", "pair"):
+            raise ConfigError(f"{src}: unknown section [{table}] (known: pool, defaults, player, pair)")
     pool = fill(PoolConfig, data.get("pool", {}), src, "pool")
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
@@ -156,7 +184,23 @@ def load_pool(path: str | Path) -> PoolFile:
     for p in players:
         if p.is_network and p.weights != "random" and not Path(p.weights).is_file():
             raise ConfigError(f"{src}: [[player]] {p.name}: weights {p.weights}: no such file")
-    return PoolFile(Path(path), pool, players)
+    return PoolFile(Path(path), pool, players, load_pairs(data.get("pair", []), names, src))
+
+
+def load_pairs(tables, names: list[str], src: str) -> list[PairSpec]:
+    """The ``[[pair]]`` tables of a pool file whose players are ``names``."""
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(f"{src}: pair must be an array of tables ([[pair]])")
+    pairs: list[PairSpec] = []
+    for i, table in enumerate(tables):
+        pair = fill(PairSpec, table, src, f"pair {i + 1}")
+        unknown = [n for n in pair.players if n not in names]
+        if unknown:
+            raise ConfigError(f"{src}: [pair {i + 1}] players: {unknown[0]!r} is not a [[player]] of the pool")
+        if any(p.key == pair.key for p in pairs):
+            raise ConfigError(f"{src}: [pair {i + 1}] players: the pair {' and '.join(pair.key)} is given twice")
+        pairs.append(pair)
+    return pairs
 
 
 def build_players(pf: PoolFile) -> dict:

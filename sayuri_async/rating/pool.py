@@ -11,7 +11,9 @@ game        game k of a pair: x has black when k is even; it opens with
             ``(x, y, k)``; ``match.play_game`` plays it.
 schedule    every pair's game 0, then every pair's game 1, ...: stopped at
             any point, every pair has played about as many games as the
-            others.
+            others. A pair plays ``games`` games unless ``pair_games`` (the
+            pool file's ``[[pair]]`` tables) gives its own number, 0 leaving
+            it out: its rounds go on after the others' end.
 record      ``GameResult``: x's score (1, 0.5, 0), the result string, how it
             ended, each side's moves and seconds choosing them (openings
             excluded). The pool's JSON holds them all (``Record``).
@@ -67,11 +69,14 @@ class GameResult:
                    round(g.b_seconds, 4))
 
 
-def schedule(names: list[str], games: int) -> list[tuple[str, str, int]]:
+def schedule(names: list[str], games: int,
+             pair_games: dict[tuple[str, str], int] | None = None) -> list[tuple[str, str, int]]:
     """Every pair's game 0, then every pair's game 1, ... (module docstring)."""
     ordered = sorted(names)
-    pairs = [(x, y) for i, x in enumerate(ordered) for y in ordered[i + 1:]]
-    return [(x, y, k) for k in range(games) for x, y in pairs]
+    own = pair_games or {}
+    counts = {(x, y): own.get((x, y), games) for i, x in enumerate(ordered) for y in ordered[i + 1:]}
+    rounds = max(counts.values(), default=0)
+    return [(x, y, k) for k in range(rounds) for (x, y), n in counts.items() if k < n]
 
 
 @dataclass
@@ -120,15 +125,19 @@ class Record:
 
 async def play_pool(players: dict[str, Player], record: Record, games: int, concurrency: int,
                     on_game: Callable[[GameResult], None] | None = None,
-                    play: Callable[..., Awaitable[GameOutcome]] | None = None) -> int:
-    """Play every game of the schedule of ``players`` that ``record`` lacks,
-    ``concurrency`` at once, adding each to ``record`` and calling
-    ``on_game`` as it finishes; the number of games played. ``play``: the
-    game player (default ``match.play_game``, or one of its signature)."""
+                    play: Callable[..., Awaitable[GameOutcome]] | None = None,
+                    pair_games: dict[tuple[str, str], int] | None = None) -> int:
+    """Play every game of the schedule of ``players`` (``games`` a pair, or
+    ``pair_games``' own) that ``record`` lacks, ``concurrency`` at once,
+    adding each to ``record`` and calling ``on_game`` as it finishes; the
+    number of games played. ``play``: the game player (default
+    ``match.play_game``, or one of its signature)."""
     play = play or play_game
     s = record.settings
-    todo = [key for key in schedule(list(players), games) if key not in record.games]
-    openings = match_openings((games + 1) // 2, s["board"], s["random_opening"], s["seed"])
+    planned = schedule(list(players), games, pair_games)
+    todo = [key for key in planned if key not in record.games]
+    rounds = max((k + 1 for _, _, k in planned), default=0)
+    openings = match_openings((rounds + 1) // 2, s["board"], s["random_opening"], s["seed"])
     sem = asyncio.Semaphore(concurrency)
 
     async def one(x: str, y: str, k: int) -> None:

@@ -5,7 +5,9 @@ Vocabulary
 standings   per player of the pool: its Elo (``elo.fit`` over every game
             between the pool's players: maximum likelihood, Bradley-Terry,
             draws as half), the 95% interval from the Fisher information,
-            games, score, the seconds a move it spent (openings excluded)
+            games, score, the median over its games of the seconds a move
+            it spent (openings excluded; a median, so that one game slowed by
+            a stopped or starved process does not move it)
             and its settings; best first.
 pairs       per pair: games, the first player's wins-losses-draws and
             score, and the fitted Elo difference with its own 95% interval
@@ -18,6 +20,7 @@ JSON        ``{"settings", "players", "games", "fit", "pairs",
 """
 from __future__ import annotations
 
+import statistics
 import time
 
 from .elo import Fit, NoFiniteFit, fit, score_tables
@@ -43,7 +46,7 @@ def figures(pf: PoolFile, record: Record) -> dict:
     in_pool = set(names)
     games = [g for g in record.games.values() if g.x in in_pool and g.y in in_pool]
     f, why = _fit(pf, record)
-    per: dict[str, dict] = {n: {"games": 0, "score": 0.0, "moves": 0, "seconds": 0.0} for n in names}
+    per: dict[str, dict] = {n: {"games": 0, "score": 0.0, "per_move": []} for n in names}
     pairs: dict[tuple[str, str], dict] = {}
     for g in games:
         for name, score, moves, secs in ((g.x, g.score, g.x_moves, g.x_seconds),
@@ -51,8 +54,8 @@ def figures(pf: PoolFile, record: Record) -> dict:
             p = per[name]
             p["games"] += 1
             p["score"] += score
-            p["moves"] += moves
-            p["seconds"] += secs
+            if moves:
+                p["per_move"].append(secs / moves)
         pr = pairs.setdefault((g.x, g.y), {"a": g.x, "b": g.y, "games": 0, "wins": 0, "losses": 0, "draws": 0})
         pr["games"] += 1
         pr["wins" if g.score == 1.0 else "losses" if g.score == 0.0 else "draws"] += 1
@@ -60,7 +63,7 @@ def figures(pf: PoolFile, record: Record) -> dict:
     for spec in pf.players:
         p = per[spec.name]
         row = {"name": spec.name, "settings": spec.describe(), "games": p["games"], "score": p["score"],
-               "seconds_per_move": round(p["seconds"] / p["moves"], 4) if p["moves"] else None}
+               "seconds_per_move": round(statistics.median(p["per_move"]), 4) if p["per_move"] else None}
         if f is not None:
             lo, hi = f.interval(spec.name)
             row.update(elo=round(f.rating(spec.name), 1), elo95=[round(lo, 1), round(hi, 1)])
@@ -74,7 +77,7 @@ def figures(pf: PoolFile, record: Record) -> dict:
             d, lo, hi = f.difference(x, y)
             pr.update(elo_difference=round(d, 1), elo_difference95=[round(lo, 1), round(hi, 1)])
         pair_rows.append(pr)
-    total = len(schedule(names, pf.pool.games))
+    total = len(schedule(names, pf.pool.games, pf.pair_games))
     return {"fit": ({"method": "maximum likelihood (Bradley-Terry, draws as half)",
                      "intervals": "95%, from the Fisher information (the Hessian of the log-likelihood)",
                      "anchor": f.anchor, "virtual_draws": pf.pool.virtual_draws,
@@ -82,11 +85,19 @@ def figures(pf: PoolFile, record: Record) -> dict:
                      "covariance": [[round(float(c), 3) for c in row] for row in f.covariance]}
                     if f is not None else {"error": why}),
             "standings": players, "pairs": pair_rows,
-            "progress": {"games": len(games), "scheduled": total, "games_per_pair": pf.pool.games}}
+            "progress": {"games": len(games), "scheduled": total, "games_per_pair": pf.pool.games,
+                         **({"pair_games": [{"players": list(k), "games": n} for k, n in sorted(pf.pair_games.items())]}
+                            if pf.pairs else {})}}
 
 
 def _elo(x: float) -> str:
     return f"{round(x) + 0:+d}"  # + 0: no "-0"
+
+
+def _own_pairs(pf: PoolFile) -> str:
+    """``, a and b 200, c and d none``: the pairs ``[[pair]]`` tables set."""
+    own = [f"{x} and {y} {n if n else 'none'}" for (x, y), n in sorted(pf.pair_games.items())]
+    return f"; {', '.join(own)}" if own else ""
 
 
 def markdown(pf: PoolFile, fig: dict) -> str:
@@ -98,7 +109,8 @@ def markdown(pf: PoolFile, fig: dict) -> str:
     draws = f", {c.virtual_draws:g} virtual draw{plural} a pair" if c.virtual_draws else ""
     lines = [f"# Rating pool `{pf.path}` ({c.board}x{c.board}, komi {c.komi:g})",
              "",
-             f"{prog['games']} of {prog['scheduled']} games ({state}; {c.games} a pair, colours alternating), "
+             f"{prog['games']} of {prog['scheduled']} games ({state}; {c.games} a pair{_own_pairs(pf)}, "
+             f"colours alternating), "
              f"{c.random_opening} random opening moves per game pair (seed {c.seed}), scoring `{c.scoring}`. "
              f"Elo by maximum likelihood over all games (Bradley-Terry, draws as half{draws}), {anchor}; "
              f"95% intervals from the Fisher information; "
