@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,6 +28,8 @@ from sayuri_async.rating import cli as rate_cli
 from sayuri_async.rating import pool as pool_mod
 from sayuri_async.rating.players import load_pool
 from sayuri_async.rating.pool import schedule
+
+ROOT = Path(__file__).resolve().parents[1]
 
 POOL = """\
 [pool]
@@ -259,3 +266,31 @@ def test_bench_move_time_times_a_network_on_the_ratings_path(capsys):
     assert bench_move_time.main(["--weights", shipped, "--playouts", "4", "--games", "1", "--komi", "7"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["rows"][0]["moves"] > 0 and out["one_second"] > 0 and out["pachi_rows"] == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="a child started with SIGINT ignored, as a script's background job")
+def test_ctrl_c_stops_a_pool_started_in_the_background_with_sigint_ignored(tmp_path):
+    path = pool_file(tmp_path, playouts=64)
+    path.write_text(path.read_text().replace("games = 2", "games = 1000"))
+    out = tmp_path / "pool"
+    log = tmp_path / "log.txt"
+    with open(log, "wb") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "sayuri_async.cli", "rate", str(path), "--out", str(out)],
+                                cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"), stdout=f,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        end = time.monotonic() + 300
+        while " game 0: " not in log.read_text() and time.monotonic() < end:  # a game recorded
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 130, log.read_text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = log.read_text()
+    assert text.rstrip().endswith("sayuri-async rate: interrupted") and "Traceback" not in text, text
+    games = json.loads(Path(f"{out}.json").read_text())["games"]
+    assert 1 <= len(games) < 3000

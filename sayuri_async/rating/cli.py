@@ -15,7 +15,10 @@ resume      the same command run again plays only the games ``OUT.json``
             lacks; more ``--games``, or a player added to the file, adds
             games. A record of other settings, or a player whose settings
             changed under its name, is refused in one line unless
-            ``--fresh``.
+            ``--fresh``. Ctrl-C (SIGINT) or SIGTERM stops it with the tables
+            of the finished games written, also when a script started it in
+            the background with SIGINT ignored
+            (``lifetime.ctrl_c_interrupts``).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from ..configfile import from_options
 from ..fileio import write_text_atomic
+from ..lifetime import ctrl_c_interrupts
 from ..usererror import ArgumentParser, answered, check_device, output_file
 from .players import PoolConfig, build_players, load_pool, spec_record
 from .pool import GameResult, Record, play_pool
@@ -83,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {g.x} vs {g.y} game {g.k}: {g.result} ({g.reason}); "
               f"{f['progress']['games']}/{f['progress']['scheduled']}", file=sys.stderr, flush=True)
 
-    asyncio.run(play_pool(players, record, pf.pool.games, pf.pool.concurrency, on_game, pair_games=pf.pair_games))
+    with ctrl_c_interrupts():  # also when started in the background by a script, with SIGINT ignored
+        asyncio.run(play_pool(players, record, pf.pool.games, pf.pool.concurrency, on_game,
+                              pair_games=pf.pair_games))
     fig = write()
     print(markdown(pf, fig))
     return 0
