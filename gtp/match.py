@@ -2,10 +2,10 @@
 
 Vocabulary
 ----------
-GtpProcess   one engine subprocess (``sayuri_async/gtpclient.py``), owned by
+GtpProcess   one engine subprocess (``sayuri_async/rating/gtpclient.py``), owned by
              the caller: ``play_game`` neither starts nor ends it.
 play_game    the synchronous face of the project's one game loop
-             (``sayuri_async/referee.py``, where the rules, the clock and
+             (``sayuri_async/rating/referee.py``, where the rules, the clock and
              forfeits live): illegal moves forfeit, the move limit defaults
              to ``4 * size * size``, and afterwards both engines are asked
              for their own ``final_score``.
@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from sayuri_async import referee
-from sayuri_async.gtpclient import GtpFailure, GtpProcess
+from sayuri_async.rating import referee
+from sayuri_async.rating.gtpclient import GtpFailure, GtpProcess
 
 __all__ = ["GameRecord", "GtpFailure", "GtpProcess", "play_game"]
 

@@ -22,7 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "gtp": ("gtp.main", "speak GTP on stdin/stdout (Sabaki, Lizzie, match runners)"),
     "train": ("sayuri_async.train.cli", "train a network on self-play chunks"),
     "loop": ("sayuri_async.loop", "the RL loop: self-play, train, export, repeat"),
-    "match": ("sayuri_async.match", "play networks or GTP engines against each other"),
+    "match": ("sayuri_async.rating.match", "play networks or GTP engines against each other"),
     "rate": ("sayuri_async.rating.cli", "a round robin of networks (search settings) and GTP engines: Elo with intervals"),
     "tune": ("sayuri_async.selfplay.tune", "measure evals/s over a grid of batch settings"),
     "import-weights": ("sayuri_async.sayuri.cli", "convert a Sayuri weights file to ours"),

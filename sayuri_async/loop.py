@@ -315,7 +315,7 @@ class Loop:
         rule decides (``gating.py``); each round's tally is saved in the
         state, so a killed evaluation resumes at its last whole round.
         Returns the match record ({} without evaluation games)."""
-        from .match import MatchResult, NetPlayer, run_match
+        from .rating.match import MatchResult, NetPlayer, run_match
         from .backend_factory import make_backend
 
         rule = self.cfg.gate_rule()
@@ -420,7 +420,7 @@ class Loop:
     def anchor(self, st: LoopState) -> dict:
         """``anchor_games`` games of the new network against the anchor
         (``loop_stats``); {} when there are none."""
-        from .match import GtpPlayer, NetPlayer, run_match
+        from .rating.match import GtpPlayer, NetPlayer, run_match
         from .backend_factory import make_backend
 
         if self.cfg.anchor_games == 0:

@@ -107,7 +107,7 @@ def generation_game_stats(data_dir: Path, generation: int) -> dict:
 
 
 def elo_or_none(p: float) -> float | None:
-    from .match import elo_of_rate
+    from .rating.match import elo_of_rate
 
     e = elo_of_rate(p)
     return round(e, 1) if math.isfinite(e) else None
@@ -115,7 +115,7 @@ def elo_or_none(p: float) -> float | None:
 
 def anchor_figures(wins: int, losses: int, draws: int) -> dict:
     """Win rate, Elo and the Elo of its Wilson bounds against the anchor."""
-    from .match import MatchResult
+    from .rating.match import MatchResult
 
     res = MatchResult("net", "anchor", wins, losses, draws)
     lo, hi = res.wilson()

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sayuri_async import match as match_module
+from sayuri_async.rating import match as match_module
 from sayuri_async.gating import GateRule, expected_score, sprt_bounds, sprt_llr
 from sayuri_async.loop import Loop
 from sayuri_async.loop_workspace import LoopState

@@ -1,5 +1,5 @@
 """Whole games through the match runner (``gtp/match.py``, the synchronous
-face of ``sayuri_async/referee.py``): against GNU Go (skipped without it), and
+face of ``sayuri_async/rating/referee.py``): against GNU Go (skipped without it), and
 under a 10 s sudden-death clock on 9x9, which the engine must not lose on
 time."""
 from __future__ import annotations

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from sayuri_async.go import sgf
-from sayuri_async.gtpclient import MAX_LINE_BYTES, GtpFailure, GtpProcess
+from sayuri_async.rating.gtpclient import MAX_LINE_BYTES, GtpFailure, GtpProcess
 from sayuri_async.chunkfile import ChunkError, peek_chunk, read_chunk
 from sayuri_async.train.dataset import list_chunks
 from test_train_chunks import make_chunk

@@ -7,8 +7,8 @@ import types
 import pytest
 
 from sayuri_async.go.coords import vertex_to_action
-from sayuri_async.match import GtpPlayer, MatchResult, Player, elo_from_rate, make_player, ratings, run_match
-from sayuri_async.referee import referee_game
+from sayuri_async.rating.match import GtpPlayer, MatchResult, Player, elo_from_rate, make_player, ratings, run_match
+from sayuri_async.rating.referee import referee_game
 
 GNUGO = shutil.which("gnugo") or (shutil.which("/usr/games/gnugo"))
 
@@ -205,7 +205,7 @@ def test_referee_clock_loses_on_time_and_tells_the_time_left():
 def test_match_json_is_written_after_every_game_and_the_same_command_plays_only_the_missing_games(tmp_path, capsys):
     import json
 
-    from sayuri_async.match import main
+    from sayuri_async.rating.match import main
 
     out = tmp_path / "m.json"
     cmd = ["random", "random", "--games", "4", "--board", "7", "--playouts", "4", "--concurrency", "1",

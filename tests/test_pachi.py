@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from sayuri_async.go.game import Game
-from sayuri_async.match import match_openings, play_game
 from sayuri_async.rating.engines import pachi_binary, pachi_command
-from sayuri_async.referee import GtpPlayer, Player
+from sayuri_async.rating.match import match_openings, play_game
+from sayuri_async.rating.referee import GtpPlayer, Player
 
 PACHI = pachi_binary()
 pytestmark = [pytest.mark.slow,

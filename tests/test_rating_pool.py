@@ -23,9 +23,9 @@ import pytest
 from sayuri_async import cli
 from sayuri_async.configfile import ConfigError
 from sayuri_async.go.game import Game
-from sayuri_async.match import make_player
 from sayuri_async.rating import cli as rate_cli
 from sayuri_async.rating import pool as pool_mod
+from sayuri_async.rating.match import make_player
 from sayuri_async.rating.players import load_pool
 from sayuri_async.rating.pool import schedule
 

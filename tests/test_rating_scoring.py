@@ -19,8 +19,8 @@ import pytest
 
 from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game
-from sayuri_async.match import MatchResult, match_openings
-from sayuri_async.referee import GtpPlayer, Player, area_score_without, referee_game
+from sayuri_async.rating.match import MatchResult, match_openings
+from sayuri_async.rating.referee import GtpPlayer, Player, area_score_without, referee_game
 
 GNUGO = os.environ.get("GNUGO") or shutil.which("gnugo") or "/usr/games/gnugo"
 HAS_GNUGO = os.access(GNUGO, os.X_OK)

@@ -2,7 +2,7 @@
 """Seconds a move at a playout budget: which budget is "one second a move".
 
 For each of ``--playouts``, the network plays ``--games`` games against
-itself through ``sayuri_async.match.run_match`` (one game at a time, the
+itself through ``sayuri_async.rating.match.run_match`` (one game at a time, the
 rating's path: the same search, batcher and random openings as
 tools/rate_gnugo.py) and the wall time of its ``genmove``s is divided over
 its moves. Run it with ``OMP_NUM_THREADS=1`` (one torch thread is also set
@@ -39,9 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sayuri_async.match import make_player, run_match  # noqa: E402
+from sayuri_async.rating.match import make_player, run_match  # noqa: E402
 from sayuri_async.rating.engines import pachi_command  # noqa: E402
-from sayuri_async.referee import GtpPlayer  # noqa: E402
+from sayuri_async.rating.referee import GtpPlayer  # noqa: E402
 
 
 def one_second_budget(points: list[tuple[int, float]]) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sayuri_async.gtpclient import GtpProcess  # noqa: E402
+from sayuri_async.rating.gtpclient import GtpProcess  # noqa: E402
 
 GNUGO = os.environ.get("GNUGO") or shutil.which("gnugo") or "/usr/games/gnugo"
 

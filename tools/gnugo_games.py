@@ -35,7 +35,7 @@ from sayuri_async.go import board as B
 from sayuri_async.go.coords import action_to_vertex, vertex_to_action
 from sayuri_async.go.game import Game
 from sayuri_async.go.sgf import SgfInfo, save_sgf_file
-from sayuri_async.gtpclient import GtpProcess
+from sayuri_async.rating.gtpclient import GtpProcess
 
 GNUGO = "/usr/games/gnugo"
 

@@ -46,7 +46,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from sayuri_async.gtpclient import probe_engine
+from sayuri_async.rating.gtpclient import probe_engine
 from sayuri_async.rating.engines import pachi_binary, pachi_command
 from sayuri_async.rating.ladder import Layout, Opponent, add_network_arguments, rate
 from sayuri_async.usererror import UserError

@@ -6,7 +6,7 @@ opponent    a GTP engine command line with its row's key (GNU Go: its
             level; others: a name) and the seed of its openings; one process
             per game in progress.
 match       ``games`` games against each opponent in turn through
-            ``sayuri_async.match.run_match``: colours alternating, each pair
+            ``sayuri_async.rating.match.run_match``: colours alternating, each pair
             of games opening with its own random moves (seeded, all
             distinct), two passes counted by the ``scoring`` rule
             (docs/rating.md). The network searches a fixed number of
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..fileio import write_text_atomic
-from ..match import MatchResult, Player, run_match
-from ..referee import GtpPlayer
+from .match import MatchResult, Player, run_match
+from .referee import GtpPlayer
 from ..usererror import UserError
 
 __all__ = ["EarlierRow", "Layout", "Opponent", "add_network_arguments", "earlier_games", "elo_text", "markdown",
@@ -215,7 +215,7 @@ def rate(args, prog: str, opponents: list[Opponent], layout: Layout, extra_heade
     """Rate ``args.weights`` against ``opponents`` (``add_network_arguments``'s
     options); prints each opponent's result, then the markdown and the JSON of
     the whole table (its last line). Exit status 2 with one line for bad input."""
-    from ..match import make_player
+    from .match import make_player
 
     if args.weights != "random" and not Path(args.weights).is_file():
         print(f"{prog}: --weights {args.weights}: no such file", file=sys.stderr)

@@ -206,9 +206,9 @@ def load_pairs(tables, names: list[str], src: str) -> list[PairSpec]:
 def build_players(pf: PoolFile) -> dict:
     """The match players of the pool, by name (module docstring: build)."""
     from ..backend_factory import make_backend
-    from ..gtpclient import probe_engine
-    from ..match import NetPlayer
-    from ..referee import GtpPlayer
+    from .gtpclient import probe_engine
+    from .match import NetPlayer
+    from .referee import GtpPlayer
 
     backends: dict[str, object] = {}
     out: dict = {}

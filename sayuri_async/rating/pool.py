@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..match import GameOutcome, Player, match_openings, play_game
+from .match import GameOutcome, Player, match_openings, play_game
 from ..usererror import UserError
 
 __all__ = ["GameResult", "PoolMismatch", "Record", "play_pool", "schedule"]

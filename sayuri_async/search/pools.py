@@ -100,7 +100,7 @@ def selfplay_edges(playouts: int, largest_board: int) -> tuple[int, int]:
 
 
 def match_edges(playouts: int) -> int:
-    """The fixed edge pool of a match game's search (``match.py``): 400 edges
+    """The fixed edge pool of a match game's search (``rating/match.py``): 400 edges
     per playout (an expansion on 19x19 is 362), at least 50,000; the tree
     is dropped before a search that might not fit (half the pool)."""
     return max(50_000, playouts * 400)

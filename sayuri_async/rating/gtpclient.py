@@ -23,7 +23,7 @@ probe_engine starts an engine and asks its ``name`` with a deadline; a
              answer, is a UserError naming the command (exit status 2).
 
 Both the GTP referee (``gtp/match.py``) and network matches
-(``sayuri_async/match.py``, from coroutines through a thread) use it.
+(``sayuri_async/rating/match.py``, from coroutines through a thread) use it.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ import threading
 import time
 from typing import IO
 
-from .usererror import RunFailure, UserError, one_line
+from ..usererror import RunFailure, UserError, one_line
 
 MAX_LINE_BYTES = 1 << 20
 MAX_RESPONSE_BYTES = 16 << 20

@@ -58,11 +58,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .go import board as B
-from .go.coords import VertexError, action_to_vertex, vertex_to_action
-from .go.game import Game
-from .go.scoring import area_score, result_string
-from .go.sgf import SgfInfo, dump_sgf, set_up_position
+from ..go import board as B
+from ..go.coords import VertexError, action_to_vertex, vertex_to_action
+from ..go.game import Game
+from ..go.scoring import area_score, result_string
+from ..go.sgf import SgfInfo, dump_sgf, set_up_position
 from .gtpclient import GtpFailure, GtpProcess
 
 __all__ = ["SCORINGS", "GameRecord", "GtpPlayer", "Player", "area_score_without", "referee_game"]

@@ -48,15 +48,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .go.board import BLACK, MAX_N, MIN_N, WHITE
-from .go.game import Game
-from .go.sgf import SgfInfo, save_sgf_file
+from ..go.board import BLACK, MAX_N, MIN_N, WHITE
+from ..go.game import Game
+from ..go.sgf import SgfInfo, save_sgf_file
 from .gtpclient import probe_engine
 from .referee import SCORINGS, GtpPlayer, Player, referee_game
-from .search.value import winrate
-from .console import console as wide_console
-from .configfile import SEED_RANGE, between, from_options, require, within
-from .usererror import ArgumentParser, UserError, answered, check_device, output_file, output_folder
+from ..search.value import winrate
+from ..console import console as wide_console
+from ..configfile import SEED_RANGE, between, from_options, require, within
+from ..usererror import ArgumentParser, UserError, answered, check_device, output_file, output_folder
 
 __all__ = ["GameOutcome", "GtpPlayer", "MatchResult", "NetPlayer", "Player", "elo_from_rate", "elo_of_rate",
            "make_player", "main", "match_openings", "play_game", "print_result", "ratings", "run_match"]
@@ -212,9 +212,9 @@ class NetPlayer(Player):
 
     def __init__(self, name: str, backend, playouts: int, gumbel: bool, resign: float, batch_size: int,
                  opening_moves: int = 0, reuse_tree: bool = True) -> None:
-        from .infer.worker import Worker
-        from .search.mcts import Search, SearchConfig
-        from .search.pools import match_edges
+        from ..infer.worker import Worker
+        from ..search.mcts import Search, SearchConfig
+        from ..search.pools import match_edges
 
         self.name = name
         self.opening_moves = opening_moves  # moves sampled by visits (temperature 1) for variety
@@ -240,7 +240,7 @@ class NetPlayer(Player):
         return p
 
     async def start(self, size: int, komi: float) -> None:
-        from .infer.batcher import Batcher
+        from ..infer.batcher import Batcher
 
         loop = asyncio.get_running_loop()
         held = self._batchers.get(size)
@@ -277,14 +277,14 @@ def make_player(spec: str, args) -> Player:
     if spec.startswith("gtp:") or " " in spec.strip():
         probe_engine(spec[4:] if spec.startswith("gtp:") else spec)
         return GtpPlayer(spec)
-    from .backend_factory import make_backend
+    from ..backend_factory import make_backend
 
     weights = None if spec == "random" else spec
     if weights is not None and not Path(weights).is_file():
         raise UserError(f"player {spec!r}: neither a weights file, 'random', nor a GTP command line "
                         f"(a quoted command with its options, or gtp:COMMAND)")
     if weights is not None:
-        from .net.weights import refuse_board_sizes
+        from ..net.weights import refuse_board_sizes
 
         refuse_board_sizes(weights, [args.board], "--board")  # before the network is loaded
     backend = make_backend(weights, device=args.device, max_batch=args.batch_size)
@@ -541,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def write_json(results: list[MatchResult]) -> None:
         if args.json:
-            from .fileio import write_text_atomic
+            from ..fileio import write_text_atomic
 
             rt = ratings(names, results) if len(players) > 2 else {}
             write_text_atomic(args.json, json.dumps({"settings": settings, "ratings": rt,
