@@ -21,7 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "selfplay": ("sayuri_async.selfplay.cli", "self-play games with the live TUI, writing training data and SGF"),
     "gtp": ("gtp.main", "speak GTP on stdin/stdout (Sabaki, Lizzie, match runners)"),
     "train": ("sayuri_async.train.cli", "train a network on self-play chunks"),
-    "loop": ("sayuri_async.loop", "the RL loop: self-play, train, export, repeat"),
+    "loop": ("sayuri_async.loop.driver", "the RL loop: self-play, train, export, repeat"),
     "match": ("sayuri_async.rating.match", "play networks or GTP engines against each other"),
     "rate": ("sayuri_async.rating.cli", "a round robin of networks (search settings) and GTP engines: Elo with intervals"),
     "tune": ("sayuri_async.selfplay.tune", "measure evals/s over a grid of batch settings"),

@@ -304,7 +304,7 @@ def test_one_machine_self_play_never_imports_ray(tmp_path):
     code = """
         import sys
         from sayuri_async.cli import main
-        import sayuri_async.loop, sayuri_async.selfplay.runner
+        import sayuri_async.loop.driver, sayuri_async.selfplay.runner
         status = main(sys.argv[1:])
         print("ray imported:", "ray" in sys.modules)
         sys.exit(status)

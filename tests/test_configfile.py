@@ -13,8 +13,8 @@ import pytest
 from gtp.config import GtpConfig, SearchSection
 from gtp.config import load_config as load_gtp
 from sayuri_async.configfile import Bad, ConfigError, at_least, positive, recheck, within
-from sayuri_async.loop import LoopConfig
-from sayuri_async.loop import load_loop_config
+from sayuri_async.loop.driver import LoopConfig
+from sayuri_async.loop.driver import load_loop_config
 from sayuri_async.selfplay.config import SelfplayConfig, load_selfplay_config
 from sayuri_async.train.config import OptimConfig
 from sayuri_async.train.config import load_config as load_train
@@ -277,7 +277,7 @@ def test_command_line_overrides_are_range_checked(tmp_path, capsys):
     assert "sayuri-async selfplay: --batch-size: must be at least 1" in capsys.readouterr().err
     with pytest.raises(ConfigError, match=r"^--playouts: must be at least 1, not 0$"):
         _configure(build_parser().parse_args(["--playouts", "0"]))
-    from sayuri_async.loop import main as loop_main
+    from sayuri_async.loop.driver import main as loop_main
 
     loop_toml = Path(__file__).resolve().parents[1] / "configs" / "loop-7x7.toml"
     assert loop_main(["--config", str(loop_toml), "--workspace", str(tmp_path / "ws"), "--generations", "-1"]) == 2

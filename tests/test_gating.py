@@ -1,17 +1,17 @@
 """Gating: the SPRT's log-likelihood ratio and the promotion decisions
-(``sayuri_async/gating.py``), and the loop's use of them: a weaker
+(``sayuri_async/loop/gating.py``), and the loop's use of them: a weaker
 candidate is refused and never becomes the self-play network."""
 import json
 import math
 
 import pytest
 
-from sayuri_async.rating import match as match_module
-from sayuri_async.gating import GateRule, expected_score, sprt_bounds, sprt_llr
-from sayuri_async.loop import Loop
-from sayuri_async.loop_workspace import LoopState
+from sayuri_async.loop.driver import Loop
+from sayuri_async.loop.gating import GateRule, expected_score, sprt_bounds, sprt_llr
+from sayuri_async.loop.workspace import LoopState
 from sayuri_async.net.model import Net, NetConfig
 from sayuri_async.net.weights import save_weights
+from sayuri_async.rating import match as match_module
 
 from test_loop import write_cfg
 

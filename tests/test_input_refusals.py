@@ -209,7 +209,7 @@ def test_a_missing_or_cut_best_network_is_refused_at_start_without_the_hint(dama
 def test_a_failure_says_how_the_next_start_goes_on(tmp_path, capsys, monkeypatch):
     import errno
 
-    from sayuri_async import loop as loop_mod
+    from sayuri_async.loop import driver as loop_mod
     from sayuri_async.selfplay.runner import SelfplayError
     from test_loop import write_cfg
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sayuri_async.loop import Loop
-from sayuri_async.loop_workspace import Workspace
+from sayuri_async.loop.driver import Loop
+from sayuri_async.loop.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 

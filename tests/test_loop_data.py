@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from sayuri_async.loop import Loop, LoopConfig, reuse_figures
-from sayuri_async.loop_workspace import LoopState, Workspace, held_out
-from sayuri_async.loop_stats import CURVE_COLUMNS, curve_rows
+from sayuri_async.loop.driver import Loop, LoopConfig, reuse_figures
+from sayuri_async.loop.stats import CURVE_COLUMNS, curve_rows
+from sayuri_async.loop.workspace import LoopState, Workspace, held_out
 from sayuri_async.net.model import Net, NetConfig, init_weights
 from sayuri_async.net.weights import save_weights
 
@@ -131,7 +131,7 @@ def test_the_loop_trains_in_two_processes_under_torchrun(tmp_path):
 
 
 def test_reference_figures_measure_each_generation_beside_the_start_on_the_start_networks_data(tmp_path, monkeypatch):
-    from sayuri_async import value_quality
+    from sayuri_async.train import value_quality
     from sayuri_async.configfile import ConfigError
 
     (tmp_path / "ref").mkdir()

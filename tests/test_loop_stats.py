@@ -11,8 +11,8 @@ import shutil
 import numpy as np
 import pytest
 
-from sayuri_async.loop import Loop
-from sayuri_async.loop_stats import CURVE_COLUMNS, anchor_figures, chain_elo, curve_rows, game_stats, plot_curves
+from sayuri_async.loop.driver import Loop
+from sayuri_async.loop.stats import CURVE_COLUMNS, anchor_figures, chain_elo, curve_rows, game_stats, plot_curves
 
 from test_loop import TINY
 
@@ -112,7 +112,7 @@ def test_loop_generation_plays_the_anchor_and_logs_the_curves(tmp_path):
 
 
 def test_an_anchor_that_is_not_installed_is_a_config_error(tmp_path):
-    from sayuri_async.loop import main
+    from sayuri_async.loop.driver import main
 
     path = tmp_path / "loop.toml"
     path.write_text(TINY.format(generations=1).replace(

@@ -15,8 +15,8 @@ import pytest
 
 from sayuri_async import fileio
 from sayuri_async.killpoint import ENV
-from sayuri_async.loop import Loop
-from sayuri_async.loop_workspace import Workspace
+from sayuri_async.loop.driver import Loop
+from sayuri_async.loop.workspace import Workspace
 from test_loop import TINY, write_cfg
 from test_selfplay import _alive
 from test_selfplay_lifetime import _descendants, linux_only

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from sayuri_async.loop import Loop
+from sayuri_async.loop.driver import Loop
 from sayuri_async.net.model import Net, NetConfig, init_weights
 from sayuri_async.net.weights import load_weights, save_weights
 from sayuri_async.train.norm_stats import batch_norms, random_symmetries, recompute_running_stats

@@ -121,7 +121,7 @@ def test_ownership_loss_leaves_masked_rows_out():
 
 @pytest.mark.slow
 def test_import_then_train_then_loop_init(tmp_path):
-    from sayuri_async.loop import Loop
+    from sayuri_async.loop.driver import Loop
     from sayuri_async.train.trainer import train
     from test_loop import write_cfg
     from test_train_loop import tiny_config
@@ -153,8 +153,8 @@ def test_import_then_train_then_loop_init(tmp_path):
 
 def test_loop_init_refuses_a_bad_file_and_a_started_workspace(tmp_path):
     from sayuri_async.configfile import ConfigError
-    from sayuri_async.loop import Loop
-    from sayuri_async.loop_workspace import LoopState
+    from sayuri_async.loop.driver import Loop
+    from sayuri_async.loop.workspace import LoopState
     from test_loop import write_cfg
 
     loop = Loop(write_cfg(tmp_path, 1), str(tmp_path / "ws"))

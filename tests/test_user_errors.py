@@ -265,7 +265,7 @@ def test_train_says_which_board_sizes_it_found(tmp_path, capsys, monkeypatch):
 
 
 def test_the_stop_line_says_to_delete_it(tmp_path, capsys):
-    from sayuri_async.loop import Loop
+    from sayuri_async.loop.driver import Loop
 
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -2,7 +2,7 @@
 """How well networks judge and predict a set of training chunks (self-play or imported).
 
 For each network given, over the positions of the chunks under ``--data``
-(optionally one loop generation's, ``--generation``), the tool prints the figures that ``sayuri_async/value_quality.py`` defines:
+(optionally one loop generation's, ``--generation``), the tool prints the figures that ``sayuri_async/train/value_quality.py`` defines:
 value_mse beside the answer-0 baseline, value_corr, sign_agree, policy_ce,
 target_entropy, policy_kl, top1_played.
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sayuri_async.chunkfile import ChunkError  # noqa: E402
-from sayuri_async.value_quality import load_positions, net_figures  # noqa: E402
+from sayuri_async.train.value_quality import load_positions, net_figures  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

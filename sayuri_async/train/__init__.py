@@ -17,6 +17,8 @@ Vocabulary (each module's docstring says more):
   syncnorm    ``syncnorm.py``: batch norms over the global batch with several ranks (``[optim] sync_norms``).
   launch      ``launch.py``: a training job under torchrun from one caller (the RL loop's training step).
   norm_stats  ``norm_stats.py``: batch-norm statistics recomputed on fresh positions before an export.
+  value_quality ``value_quality.py``: how well a network judges and predicts a set of chunks (the
+              value quality the RL loop records, ``tools/value_check.py``).
   checkpoint  ``checkpoint.py``: atomic checkpoints, weight exports, the CSV log.
   cli         ``cli.py``: ``sayuri-async train`` (also ``python -m sayuri_async.train``).
   plot        ``plot.py``: ``sayuri-async plot``, PNG curves from the CSV log.

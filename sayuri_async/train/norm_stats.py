@@ -83,7 +83,7 @@ def recompute_export(weights: str | os.PathLike, data: Path, generation: int, po
     positions in ``data``; returns its figures (positions used, the largest
     change of a running mean and variance)."""
     from ..net.weights import load_weights, save_weights
-    from ..value_quality import load_positions
+    from .value_quality import load_positions
 
     net, meta = load_weights(weights)
     before = [(m.running_mean.clone(), m.running_var.clone()) for m in batch_norms(net)]

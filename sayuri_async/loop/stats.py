@@ -43,7 +43,7 @@ reference        with ``[loop] reference_dir`` (held-out chunks of the data
 value quality    ``value_mse`` of the generation's network on its
                  held-out positions, ``value_mse_best`` of the network that
                  played them, ``value_baseline_mse`` of answering 0
-                 (``value_quality.py``).
+                 (``train/value_quality.py``).
 curves           ``logs/generations.csv`` holds one row per generation
                  (``CURVE_COLUMNS``); ``plot_curves`` draws it as
                  ``logs/curves.png`` (win rates, Elo, losses, game length,
@@ -95,7 +95,7 @@ def game_stats(arrays: list[dict]) -> dict:
 def generation_game_stats(data_dir: Path, generation: int) -> dict:
     """``game_stats`` of generation ``generation``'s chunks in ``data_dir``
     (unreadable chunks are skipped: the trainer skips them too)."""
-    from .train.dataset import ChunkError, read_chunk
+    from ..train.dataset import ChunkError, read_chunk
 
     arrays = []
     for path in sorted(data_dir.glob(f"chunk-{generation:06d}-*.npz")):
@@ -107,7 +107,7 @@ def generation_game_stats(data_dir: Path, generation: int) -> dict:
 
 
 def elo_or_none(p: float) -> float | None:
-    from .rating.match import elo_of_rate
+    from ..rating.match import elo_of_rate
 
     e = elo_of_rate(p)
     return round(e, 1) if math.isfinite(e) else None
@@ -115,7 +115,7 @@ def elo_or_none(p: float) -> float | None:
 
 def anchor_figures(wins: int, losses: int, draws: int) -> dict:
     """Win rate, Elo and the Elo of its Wilson bounds against the anchor."""
-    from .rating.match import MatchResult
+    from ..rating.match import MatchResult
 
     res = MatchResult("net", "anchor", wins, losses, draws)
     lo, hi = res.wilson()
@@ -170,7 +170,7 @@ def plot_curves(csv_path: Path, out: Path) -> Path:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    from .train.plot import read_log
+    from ..train.plot import read_log
 
     cols = read_log(csv_path)
     gens = cols.get("generation", [])
@@ -233,7 +233,7 @@ def plot_curves(csv_path: Path, out: Path) -> Path:
     fig.suptitle(f"learning curves: {csv_path}")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    from .fileio import atomic_path
+    from ..fileio import atomic_path
 
     with atomic_path(out) as tmp:
         fig.savefig(tmp, dpi=90, format="png")

@@ -2,7 +2,7 @@
 
 Vocabulary
 ----------
-workspace   the folder that holds a whole run, and its state: ``loop_workspace``.
+workspace   the folder that holds a whole run, and its state: ``workspace``.
 generation  g = 1, 2, ...: self-play ``games_per_generation`` games with the
             best network so far (random for g = 1), train until step
             ``g * steps_per_generation`` on the replay window, export
@@ -48,7 +48,7 @@ curves      per generation: game length and resignation false positives of
             its self-play, the losses, the win rate against the previous
             best, and (``anchor_games`` > 0) against a fixed GTP anchor with
             its Elo: logs/generations.csv and logs/curves.png
-            (``loop_stats``).
+            (``stats``).
 """
 from __future__ import annotations
 
@@ -63,15 +63,15 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .configfile import Bad, CommandLine, ConfigError, at_least, check_tables, fill, read_toml, require, within
+from ..configfile import Bad, CommandLine, ConfigError, at_least, check_tables, fill, read_toml, require, within
 from .gating import GateRule
-from .fileio import atomic_path, run_stamp
-from .killpoint import kill_point
-from .lifetime import ctrl_c_interrupts
-from .loop_workspace import LoopState, Workspace, whole_positions
-from .loop_stats import ANCHOR_COMMAND, CURVE_COLUMNS, anchor_figures, curve_rows, generation_game_stats, plot_curves
-from .console import console as wide_console
-from .usererror import ArgumentParser, answered, check_device, message, output_folder, stopped_by
+from ..fileio import atomic_path, run_stamp
+from ..killpoint import kill_point
+from ..lifetime import ctrl_c_interrupts
+from .workspace import LoopState, Workspace, whole_positions
+from .stats import ANCHOR_COMMAND, CURVE_COLUMNS, anchor_figures, curve_rows, generation_game_stats, plot_curves
+from ..console import console as wide_console
+from ..usererror import ArgumentParser, answered, check_device, message, output_folder, stopped_by
 
 TRAIN_SECTIONS = ("data", "model", "optim", "schedule", "loss", "average", "run")
 
@@ -101,7 +101,7 @@ class LoopConfig:
     norm_positions: int = 8192  # positions the recomputed statistics average over
     # Held-out chunks of the data the start network learnt from (never trained
     # on): every generation's value and policy are measured on them too, so
-    # that forgetting shows (value_quality.py, "reference"). "": none.
+    # that forgetting shows (train/value_quality.py, "reference"). "": none.
     reference_dir: str = ""
 
     def __post_init__(self) -> None:
@@ -148,9 +148,9 @@ def reuse_figures(new_positions: int, steps: int, batch: int, rehearsal_fraction
 def load_loop_config(path: str):
     """(LoopConfig, SelfplayConfig, TrainConfig) from one TOML file with
     ``[loop]``, ``[selfplay]``, ``[search]`` and the trainer's sections."""
-    from .search.mcts import SearchConfig
-    from .selfplay.config import SelfplayConfig
-    from .train.config import from_dict
+    from ..search.mcts import SearchConfig
+    from ..selfplay.config import SelfplayConfig
+    from ..train.config import from_dict
 
     raw = read_toml(path)
     check_tables(raw, ["loop", "selfplay", "search", *TRAIN_SECTIONS], str(path))
@@ -176,7 +176,7 @@ def load_loop_config(path: str):
 def last_checkpoint_step(out: Path, warn=None) -> int | None:
     """The step of the newest readable checkpoint under ``out`` (newer
     unreadable ones are set aside with a warning: ``newest_readable``)."""
-    from .train.checkpoint import newest_readable
+    from ..train.checkpoint import newest_readable
 
     found = newest_readable(out, warn or (lambda text: print(f"warning: {text}", file=sys.stderr)))
     return int(found[1]["step"]) if found else None
@@ -192,7 +192,7 @@ class Loop:
             raise ConfigError(f"{config_path}: [loop] anchor_command {self.cfg.anchor_command!r}: no such program "
                               f"(anchor_games = {self.cfg.anchor_games} needs it; 0 turns the anchor off)")
         d = self.train_cfg.data
-        from .train.dataset import list_chunks
+        from ..train.dataset import list_chunks
 
         if self.cfg.reference_dir and not list_chunks(self.cfg.reference_dir, d.board_size)[0]:
             raise ConfigError(f"{config_path}: [loop] reference_dir {self.cfg.reference_dir!r}: no chunks (*.npz) "
@@ -217,8 +217,8 @@ class Loop:
     # ---- phases --------------------------------------------------------------
     def selfplay(self, st: LoopState) -> bool:
         """Play the generation's games; False when stopped before the end."""
-        from .selfplay.report import PlainReporter
-        from .selfplay.runner import run_selfplay
+        from ..selfplay.report import PlainReporter
+        from ..selfplay.runner import run_selfplay
 
         done, _ = self.ws.games_in_generation(st.generation)
         left = self.cfg.games_per_generation - done
@@ -231,7 +231,7 @@ class Loop:
         reporter = PlainReporter(every=10.0, leaves_per_await=cfg.search.leaves_per_await)
         if self.use_tui and sys.stdout.isatty():
             try:
-                from .selfplay.tui import TuiReporter
+                from ..selfplay.tui import TuiReporter
 
                 reporter = TuiReporter(cfg)
             except ImportError:
@@ -255,8 +255,8 @@ class Loop:
         return done >= self.cfg.games_per_generation
 
     def train(self, st: LoopState) -> dict:
-        from .train.errors import TrainError
-        from .train.launch import train  # in this process, or under torchrun with [run] processes > 1
+        from ..train.errors import TrainError
+        from ..train.launch import train  # in this process, or under torchrun with [run] processes > 1
 
         cfg = self.train_cfg
         target = st.train_target or st.generation * self.cfg.steps_per_generation
@@ -281,7 +281,7 @@ class Loop:
             shutil.copyfile(result.export, tmp)
         norms = {"export_norms": self.cfg.export_norms}
         if self.cfg.export_norms == "recompute":
-            from .train.norm_stats import recompute_export
+            from ..train.norm_stats import recompute_export
 
             norms.update(recompute_export(dest, self.ws.root / "data", st.generation, self.cfg.norm_positions,
                                           seed=st.generation))
@@ -290,7 +290,7 @@ class Loop:
 
     def window_positions(self) -> int:
         """Positions in the replay window the trainer's rule picks now."""
-        from .train.dataset import list_chunks, window_size
+        from ..train.dataset import list_chunks, window_size
 
         d = self.train_cfg.data
         chunks, _ = list_chunks(self.ws.root / "data", d.board_size)
@@ -302,7 +302,7 @@ class Loop:
         """Training steps for a generation that brought ``new_positions``
         (not held out): ``samples_per_position`` samples for each, or the
         fixed ``steps_per_generation``."""
-        from .train.schedule import reuse_steps
+        from ..train.schedule import reuse_steps
 
         if self.cfg.samples_per_position <= 0:
             return self.cfg.steps_per_generation
@@ -315,8 +315,8 @@ class Loop:
         rule decides (``gating.py``); each round's tally is saved in the
         state, so a killed evaluation resumes at its last whole round.
         Returns the match record ({} without evaluation games)."""
-        from .rating.match import MatchResult, NetPlayer, run_match
-        from .backend_factory import make_backend
+        from ..rating.match import MatchResult, NetPlayer, run_match
+        from ..backend_factory import make_backend
 
         rule = self.cfg.gate_rule()
         if self.cfg.eval_games == 0:
@@ -374,8 +374,8 @@ class Loop:
     def value_quality(self, st: LoopState) -> dict:
         """The value head's squared error on the generation's held-out
         positions, for the candidate and the best, beside answering 0
-        (``value_quality.py``); {} without held-out chunks."""
-        from .value_quality import load_positions, net_figures
+        (``train/value_quality.py``); {} without held-out chunks."""
+        from ..train.value_quality import load_positions, net_figures
 
         if not self.ws.holdout_chunks(st.generation):
             return {}
@@ -393,7 +393,7 @@ class Loop:
     def reference_quality(self, st: LoopState) -> dict:
         """The candidate's figures on ``reference_dir`` (the start network's
         kind of data, held out), beside generation 0's; {} without it."""
-        from .value_quality import load_positions, net_figures
+        from ..train.value_quality import load_positions, net_figures
 
         if not self.cfg.reference_dir:
             return {}
@@ -419,9 +419,9 @@ class Loop:
 
     def anchor(self, st: LoopState) -> dict:
         """``anchor_games`` games of the new network against the anchor
-        (``loop_stats``); {} when there are none."""
-        from .rating.match import GtpPlayer, NetPlayer, run_match
-        from .backend_factory import make_backend
+        (``stats``); {} when there are none."""
+        from ..rating.match import GtpPlayer, NetPlayer, run_match
+        from ..backend_factory import make_backend
 
         if self.cfg.anchor_games == 0:
             return {}
@@ -452,8 +452,8 @@ class Loop:
     def init_from(self, weights: str) -> None:
         """Begin a new workspace with ``weights`` as generation 0 (see the
         vocabulary); ConfigError for a started workspace or a bad file."""
-        from .net.weights import WeightsError
-        from .sayuri.weights import is_sayuri_file, load_any_weights, save_imported
+        from ..net.weights import WeightsError
+        from ..sayuri.weights import is_sayuri_file, load_any_weights, save_imported
 
         dest = self.ws.weights(0)
         rel = str(dest.relative_to(self.ws.root))
@@ -640,10 +640,10 @@ def _what_next(loop: Loop, e: BaseException) -> str:
 
 def _run(loop: Loop) -> int:
     """``loop.run()`` with every error as one line (see the vocabulary)."""
-    from .net.weights import WeightsError
-    from .selfplay.runner import SelfplayError
-    from .selfplay.writer_proc import WriterError
-    from .train.errors import TrainError
+    from ..net.weights import WeightsError
+    from ..selfplay.runner import SelfplayError
+    from ..selfplay.writer_proc import WriterError
+    from ..train.errors import TrainError
 
     try:
         return loop.run()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .chunkfile import ChunkError, generation_glob, read_chunk
+from ..chunkfile import ChunkError, generation_glob, read_chunk
 
 
 def load_positions(data: Path, generation: int | None, max_positions: int) -> tuple[dict[str, np.ndarray], int]:
@@ -59,7 +59,7 @@ def load_positions(data: Path, generation: int | None, max_positions: int) -> tu
 
 def net_figures(weights: str, pos: dict[str, np.ndarray], batch: int = 256) -> dict[str, float]:
     """The figures of the vocabulary for one network on ``pos``."""
-    from .backend_factory import make_backend
+    from ..backend_factory import make_backend
 
     be = make_backend(weights, max_batch=batch)
     values, policies = [], []

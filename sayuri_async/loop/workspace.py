@@ -1,5 +1,5 @@
 """The RL loop's workspace: its folders, its state file, and the accounting
-of the chunks in it (``loop`` runs the generations in it).
+of the chunks in it (``driver`` runs the generations in it).
 
 Vocabulary
 ----------
@@ -40,8 +40,8 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .configfile import ConfigError
-from .fileio import atomic_path, clean_stale_temps
+from ..configfile import ConfigError
+from ..fileio import atomic_path, clean_stale_temps
 
 PHASES = ("selfplay", "train", "eval")
 
@@ -100,7 +100,7 @@ class Workspace:
         and what is wrong with it."""
         if st.best == "random":
             return None
-        from .net.weights import WeightsError, check_whole
+        from ..net.weights import WeightsError, check_whole
 
         path = self.root / st.best
         if not path.is_file():
@@ -129,7 +129,7 @@ class Workspace:
     def games_in_generation(self, gen: int) -> tuple[int, int]:
         """(games, positions) already in whole chunks of generation ``gen``,
         held-out chunks included."""
-        from .chunkfile import ChunkError, generation_glob, peek_chunk
+        from ..chunkfile import ChunkError, generation_glob, peek_chunk
 
         games = positions = 0
         for path in [*(self.root / "data").glob(generation_glob(gen)), *self.holdout_chunks(gen)]:
@@ -143,7 +143,7 @@ class Workspace:
 
     def holdout_chunks(self, gen: int) -> list[Path]:
         """Generation ``gen``'s held-out chunks (sorted by name)."""
-        from .chunkfile import generation_glob
+        from ..chunkfile import generation_glob
 
         return sorted((self.root / "holdout").glob(generation_glob(gen)))
 
@@ -152,7 +152,7 @@ class Workspace:
         data/ to holdout/, chosen by a hash of each chunk's name (the same
         chunks whenever it runs, so a kill between two moves is harmless);
         returns how many it moved."""
-        from .chunkfile import generation_glob
+        from ..chunkfile import generation_glob
 
         moved = 0
         for path in sorted((self.root / "data").glob(generation_glob(gen))):
@@ -173,7 +173,7 @@ def in_weights_folder(name: str) -> bool:
 def whole_positions(path: Path) -> int:
     """Positions in a chunk, from its header (0 for a damaged one: the
     trainer skips it too)."""
-    from .chunkfile import ChunkError, peek_positions
+    from ..chunkfile import ChunkError, peek_positions
 
     try:
         return peek_positions(path)

@@ -1,0 +1,16 @@
+"""The RL loop: self-play, train, export, evaluate, repeat, in one workspace
+(``sayuri-async loop``).
+
+Modules
+-------
+driver    the loop itself: its settings (``LoopConfig``, the ``[loop]``
+          table), the generations and their phases (``Loop``), the command.
+workspace the loop's folder: its state file, held-out chunks, the games and
+          positions in it.
+stats     the per-generation figures: ``logs/generations.csv`` and
+          ``logs/curves.png``.
+gating    the promotion rule: an SPRT on the evaluation games, or a fixed
+          win rate.
+
+The value-quality figures it records come from ``train/value_quality.py``.
+"""
