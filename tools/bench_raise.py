@@ -49,6 +49,8 @@ from sayuri_async.search.mcts import SearchConfig  # noqa: E402
 from sayuri_async.selfplay.config import SelfplayConfig  # noqa: E402
 from sayuri_async.selfplay.report import games_needed  # noqa: E402
 
+from bench_selfplay import random_weights  # noqa: E402  (tools/, the script's folder)
+
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -163,16 +165,6 @@ def run(a: argparse.Namespace) -> dict:
         return asyncio.run(main())
     finally:
         backend.close()
-
-
-def random_weights(blocks: int, channels: int, folder: str) -> str:
-    """A network of random weights, saved in ``folder``."""
-    from sayuri_async.net.model import Net, NetConfig
-    from sayuri_async.net.weights import save_weights
-
-    path = os.path.join(folder, f"random-{blocks}b{channels}c.safetensors")
-    save_weights(path, Net(NetConfig(blocks=blocks, channels=channels)), {"name": f"random-{blocks}b{channels}c"})
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -175,13 +175,13 @@ def bench_multiprocess(a, cfg: SelfplayConfig) -> dict:
     return {**window.figures(cfg.batch_size), "cpu_cores": window.cpu_share()}
 
 
-def random_weights(a, tmp: str) -> str:
+def random_weights(blocks: int, channels: int, folder: str) -> str:
+    """A torch network of random weights (``blocks`` x ``channels``), saved in ``folder``."""
     from sayuri_async.net.model import Net, NetConfig
     from sayuri_async.net.weights import save_weights
 
-    net = Net(NetConfig(blocks=a.blocks, channels=a.channels))
-    path = os.path.join(tmp, f"random-{a.blocks}b{a.channels}c.safetensors")
-    save_weights(path, net, {"name": f"random-{a.blocks}b{a.channels}c"})
+    path = os.path.join(folder, f"random-{blocks}b{channels}c.safetensors")
+    save_weights(path, Net(NetConfig(blocks=blocks, channels=channels)), {"name": f"random-{blocks}b{channels}c"})
     return path
 
 
@@ -222,7 +222,7 @@ def main() -> int:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         if a.backend == "torch" and not a.weights:
-            a.weights = random_weights(a, tmp)
+            a.weights = random_weights(a.blocks, a.channels, tmp)
         if a.backend == "random":
             a.weights = None
         for procs in a.procs:
