@@ -129,3 +129,38 @@ progress = "off"
     assert shards[0] == {0} and shards[1] == {1}
     log = (tmp_path / "out" / "train_log.csv").read_text().splitlines()
     assert len(log) == 3 and "nan" not in log[-1]
+
+
+def test_the_trainer_is_gone_before_the_process_group_is(monkeypatch):
+    """DistributedDataParallel holds the process group: a trainer still alive in
+    a reference cycle when the group is destroyed keeps gloo's threads to
+    interpreter exit, where one can abort the rank ("terminate called without
+    an active exception")."""
+    import weakref
+
+    from sayuri_async.train import trainer as trainer_mod
+
+    joined = {"now": False}
+    alive_at_destroy: list[bool] = []
+    made: list[weakref.ref] = []
+
+    class CyclicTrainer:
+        def __init__(self, *args, **kwargs):
+            self.me = self  # a cycle: only the garbage collector frees it
+            made.append(weakref.ref(self))
+
+        def run(self):
+            joined["now"] = True  # the trainer joins the group itself, as under torchrun
+            return "result"
+
+    monkeypatch.setattr(trainer_mod, "Trainer", CyclicTrainer)
+    monkeypatch.setattr(trainer_mod.dist, "is_initialized", lambda: joined["now"])
+    monkeypatch.setattr(trainer_mod.dist, "barrier", lambda: None)
+
+    def destroy():
+        alive_at_destroy.append(made[0]() is not None)
+        joined["now"] = False
+
+    monkeypatch.setattr(trainer_mod.dist, "destroy_process_group", destroy)
+    assert trainer_mod.train(None) == "result"
+    assert alive_at_destroy == [False]

@@ -181,6 +181,10 @@ def test_a_rank_stopped_by_a_signal_or_killed_says_so(tmp_path):
     killed = _job(tmp_path, agent={"failures": {"1": -9}})
     with pytest.raises(TrainError, match=r"training rank 1 was killed by SIGKILL"):
         launch._outcome(killed, 1)
+    # torchrun's SIGTERM to the other ranks is a consequence: the rank that aborted is the one named
+    aborted = _job(tmp_path, agent={"failures": {"0": -15, "1": -6}})
+    with pytest.raises(TrainError, match=r"training rank 1 was killed by SIGABRT"):
+        launch._outcome(aborted, 1)
     bug = _job(tmp_path, {"rank": 0, "kind": "ValueError", "message": "ValueError: x", "status": 1, "bug": True})
     with pytest.raises(TrainError, match=r"^internal error: ValueError: x \(its traceback is above\)$"):
         launch._outcome(bug, 1)

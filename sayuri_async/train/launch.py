@@ -269,7 +269,10 @@ def _outcome(job: Path, status: int, rank0_here: bool = True) -> TrainResult | N
     if agent.get("error"):
         raise TrainError(f"torchrun's agent failed: {agent['error']}; the last checkpoint stands")
     if failed:
-        rank, code = min((int(r), int(c)) for r, c in failed.items())
+        codes = sorted((int(r), int(c)) for r, c in failed.items())
+        # torchrun ends the other ranks with SIGTERM when one fails: the rank that failed first is the one
+        # that was not stopped that way
+        rank, code = next(((r, c) for r, c in codes if c != -signal.SIGTERM), codes[0])
         how = f"was killed by {_signal_name(-code)}" if code < 0 else f"ended with exit status {code}"
         raise TrainError(f"training rank {rank} {how} without a word (the out-of-memory killer?); "
                          "the last checkpoint stands")

@@ -48,6 +48,7 @@ function stays the file's), on rank 0, and every rank gets rank 0's weights.
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -552,13 +553,20 @@ def train(cfg: TrainConfig, steps: int | None = None, init: str | None = None, r
           refresh_window: bool = False) -> TrainResult:
     """Build a :class:`Trainer`, run it, and leave the process group if it joined one."""
     joined_before = dist.is_available() and dist.is_initialized()
+    trainer: Trainer | None = None
     try:
-        result = Trainer(cfg, steps=steps, init=init, resume=resume, say=say, progress=progress,
-                         refresh_window=refresh_window).run()
+        trainer = Trainer(cfg, steps=steps, init=init, resume=resume, say=say, progress=progress,
+                          refresh_window=refresh_window)
+        result = trainer.run()
         if not joined_before and dist.is_available() and dist.is_initialized():
             dist.barrier()  # every rank is done before any leaves: a rank that left early broke a peer's
             # gloo connection as it was torn down ("terminate called without an active exception")
         return result
     finally:
         if not joined_before and dist.is_available() and dist.is_initialized():
+            # DistributedDataParallel holds the process group: the trainer goes first, so that the
+            # group's gloo threads end in destroy_process_group and not at interpreter exit, where a
+            # thread touching a Python object aborts the process (the same message as above)
+            del trainer
+            gc.collect()
             dist.destroy_process_group()
