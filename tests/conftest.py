@@ -20,10 +20,16 @@ slow        the marker of tests that take more than a few seconds, and of
             multiprocessing worker, torchrun, GNU Go, our GTP engine):
             ``make test-fast`` runs the others. A test that starts a
             process without the marker fails, saying so.
+Ctrl-C      a shell that starts the suite in the background (``make test &``
+            in a script, ``nohup``) hands it SIGINT ignored, and every
+            process a test starts would inherit that: the tests of what
+            SIGINT does would fail. The suite restores Python's handler
+            first, so its children start with SIGINT at its default.
 """
 from __future__ import annotations
 
 import multiprocessing.process
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 
@@ -36,6 +42,8 @@ from sayuri_async.go.sgf import set_up_position
 
 from helpers_gtp import answers_on_stderr, start_gtp
 
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # see "Ctrl-C" above
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def parse_diagram(text: str) -> tuple[int, list[int], list[int]]:

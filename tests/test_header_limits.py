@@ -125,8 +125,8 @@ def test_oversized_headers_are_refused_before_any_allocation(bad):
 
 
 def test_the_files_before_the_edits_load(bad):
-    net, _ = load_weights(SHIPPED)
-    assert net.config.blocks == 4
+    net, _ = load_weights(SHIPPED)  # the unedited file loads, whichever network is shipped
+    assert 1 <= net.config.blocks < 200 and 1 <= net.config.channels < 1_000_000
     assert len(import_sayuri(bad["good-text"])[0].config.blocks) == 3
     from sayuri_async.sayuri.weights import load_any_weights
 
