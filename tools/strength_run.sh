@@ -13,7 +13,8 @@
 #                                       networks, the newest checkpoint, held-out, window and
 #                                       rehearsal chunks; not the SGF files) and copy
 #                                       the curves and the log to logs/strength/RUN/
-#   tools/strength_run.sh status [RUN]  the loop's process and its last lines
+#   tools/strength_run.sh status [RUN]  the loop's process, its last lines and the
+#                                       loop time its log records (tools/loop_hours.py)
 #
 # RUN is one of
 #   rehearse         (the default) configs/loop-9x9-rehearse.toml from
@@ -107,6 +108,7 @@ case "${1:-}" in
   status)
     echo "process: $(pids | tr '\n' ' ')"
     [ -f "$LOG" ] && tail -n 3 "$LOG" | cut -c1-200
+    [ -f "$LOG" ] && "$PY" tools/loop_hours.py "$LOG" | tail -n 1
     ;;
   *)
     echo "usage: tools/strength_run.sh start|stop|pack|status [rehearse|continue|distil-continue]" >&2
