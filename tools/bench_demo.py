@@ -3,9 +3,9 @@
 runs alternating, so that the machine's drift falls on both alike.
 
 Each run is the demo's own command (``sayuri-async selfplay --config
-configs/selfplay-9x9.toml --weights WEIGHTS --num-games N``, WEIGHTS read
-from the Makefile's ``demo`` recipe of this checkout, the shipped 9x9
-network) with ``--no-tui`` and a fresh output folder, run from the
+configs/selfplay-9x9.toml --weights WEIGHTS --num-games N``, WEIGHTS the
+shipped 9x9 network, ``sayuri_async.net.shipped.SHIPPED[9]``, which the
+Makefile's ``demo`` recipe names too) with ``--no-tui`` and a fresh output folder, run from the
 checkout itself (``new``) or from a worktree of ``--old`` (``old``), with the
 same Python. Per run it reports:
 
@@ -36,9 +36,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from sayuri_async.net.shipped import SHIPPED
+
 ROOT = Path(__file__).resolve().parents[1]
-DEMO_WEIGHTS = re.search(r"^demo:.*\n\t.*--weights (\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
-DEMO = ["selfplay", "--config", "configs/selfplay-9x9.toml", "--weights", DEMO_WEIGHTS, "--no-tui"]
+DEMO = ["selfplay", "--config", "configs/selfplay-9x9.toml", "--weights", str(SHIPPED[9].relative_to(ROOT)),
+        "--no-tui"]
 SUMMARY = re.compile(r"games (\d+)\s+positions (\d+) in \d+ chunk\(s\)\s+elapsed ([\d.]+)s")
 EVALS = re.compile(r"nnEvals/s (\d+)")
 PROGRESS = re.compile(r"evals/s\s+(\d+)(?: \(eff\s*(\d+)%\))?\s+batch\s+([\d.]+)/(\d+).*\| (.*)$")
