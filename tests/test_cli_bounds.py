@@ -58,7 +58,7 @@ OPTIONS = {
     "train": {"--steps": INT_BAD, "--nproc": INT_BAD, "--workers": INT_BAD, "--nnodes": INT_BAD,
               "--restarts": INT_BAD, "--follow-reuse": FLOAT_BAD, "--follow-export-every": INT_BAD,
               "--follow-poll": FLOAT_BAD},
-    # [loop]'s own bounds (LoopConfig, loop/driver.py) hold the huge case
+    # [loop]'s own bounds (LoopConfig, loop/config.py) hold the huge case
     "loop": {"--generations": ("nan", "-5")},
     "match": {"--games": INT_BAD, "--board": INT_BAD, "--komi": ("nan", "inf", "-1000", "1e30"),
               "--playouts": INT_BAD, "--resign": FLOAT_BAD, "--opening-moves": INT_BAD,

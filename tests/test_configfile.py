@@ -13,8 +13,8 @@ import pytest
 from gtp.config import GtpConfig, SearchSection
 from gtp.config import load_config as load_gtp
 from sayuri_async.configfile import Bad, ConfigError, at_least, positive, recheck, within
-from sayuri_async.loop.driver import LoopConfig
-from sayuri_async.loop.driver import load_loop_config
+from sayuri_async.loop.config import LoopConfig
+from sayuri_async.loop.config import load_loop_config
 from sayuri_async.selfplay.config import SelfplayConfig, load_selfplay_config
 from sayuri_async.train.config import OptimConfig
 from sayuri_async.train.config import load_config as load_train

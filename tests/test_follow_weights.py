@@ -343,7 +343,7 @@ def test_every_engine_process_follows_the_folder(tmp_path):
 
 def test_the_loop_refuses_to_follow_a_folder(tmp_path):
     from sayuri_async.configfile import ConfigError
-    from sayuri_async.loop.driver import load_loop_config
+    from sayuri_async.loop.config import load_loop_config
 
     root = Path(__file__).resolve().parents[1]
     text = (root / "configs" / "loop-7x7.toml").read_text()

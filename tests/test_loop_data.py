@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from sayuri_async.loop.driver import Loop, LoopConfig, reuse_figures
+from sayuri_async.loop.config import LoopConfig, reuse_figures
+from sayuri_async.loop.driver import Loop
 from sayuri_async.loop.stats import CURVE_COLUMNS, curve_rows
 from sayuri_async.loop.workspace import LoopState, Workspace, held_out
 from sayuri_async.net.model import Net, NetConfig, init_weights

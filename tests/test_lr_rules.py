@@ -108,7 +108,7 @@ def test_unknown_rule_and_bad_setting_are_named(tmp_path):
 
 
 def test_the_sayuri_configs_follow_the_authors_rule():
-    from sayuri_async.loop.driver import load_loop_config
+    from sayuri_async.loop.config import load_loop_config
 
     supervised = load_config(ROOT / "configs" / "sayuri-train-19x19.toml").schedule
     rl = load_loop_config(str(ROOT / "configs" / "sayuri-loop-19x19.toml"))[2].schedule

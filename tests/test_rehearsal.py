@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from sayuri_async.configfile import ConfigError
-from sayuri_async.loop.driver import Loop, reuse_figures
+from sayuri_async.loop.config import reuse_figures
+from sayuri_async.loop.driver import Loop
 from sayuri_async.train.config import from_dict
 from sayuri_async.train.dataset import rehearsal_positions
 from sayuri_async.train.errors import NoTrainingData

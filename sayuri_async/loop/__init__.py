@@ -3,8 +3,10 @@
 
 Modules
 -------
-driver    the loop itself: its settings (``LoopConfig``, the ``[loop]``
-          table), the generations and their phases (``Loop``), the command.
+driver    the loop itself: the generations and their phases (``Loop``),
+          the command.
+config    its settings: the ``[loop]`` table (``LoopConfig``) and the one
+          TOML file that holds it with the self-play and training tables.
 workspace the loop's folder: its state file, held-out chunks, the games and
           positions in it.
 stats     the per-generation figures: ``logs/generations.csv`` and
