@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from sayuri_async.configfile import (SEED_RANGE, ConfigError, at_least, between, fill_sections, read_toml, require,
                                      within)
 from sayuri_async.go.board import MAX_N as MAX_BOARD, MIN_N as MIN_BOARD
-from sayuri_async.search.mcts import SearchConfig
+from sayuri_async.search.config import SearchConfig
 
 __all__ = ["ConfigError", "GtpConfig", "config_from_dict", "load_config"]
 
@@ -59,7 +59,7 @@ _FIXED_POOLS = "GTP sizes its tree by tree_memory_mb (the pools grow up to it)"
 
 @dataclass
 class SearchSection(SearchConfig):
-    """The search's own settings (``search.mcts.SearchConfig``, the keys of
+    """The search's own settings (``search.config.SearchConfig``, the keys of
     self-play's ``[search]`` that apply to a GTP search, with GTP's
     defaults) and GTP's: the playouts per move, the NN cache, the batching
     timeout, resignation and the random seed."""

@@ -156,7 +156,8 @@ def warm_pools() -> None:
     """The tree pools' pruning path (``search/pools.py``): a search whose
     budget is full asks for more room than it has."""
     from .go.game import Game
-    from .search.mcts import Search, SearchConfig
+    from .search.config import SearchConfig
+    from .search.mcts import Search
     from .search.pools import make_room
 
     s = Search(SearchConfig(tree_memory_mb=1), "simple-v1")

@@ -333,7 +333,7 @@ def test_the_example_selfplay_configs_document_every_option():
     import dataclasses
     import tomllib
 
-    from sayuri_async.search.mcts import SearchConfig
+    from sayuri_async.search.config import SearchConfig
     from sayuri_async.selfplay.config import SelfplayConfig
 
     set_by_the_loop = {"generation", "search"}  # the RL loop's generation; [search] is a table

@@ -183,7 +183,7 @@ def test_selfplay_on_a_slow_device_keeps_its_batches_full(tmp_path):
     """64 games of 9x9 at batch 32, a device of 3 ms a batch: after warm-up
     the average batch is at least 0.9 x batch_size (the old rule sent
     fragments of a few games)."""
-    from sayuri_async.search.mcts import SearchConfig
+    from sayuri_async.search.config import SearchConfig
     from sayuri_async.selfplay.config import SelfplayConfig
     from sayuri_async.selfplay.engine import Engine
     from sayuri_async.selfplay.runner import make_engine_backend

@@ -20,7 +20,7 @@ from sayuri_async.infer.worker import Worker
 from sayuri_async.net.backends import Backend, NetOutput, RandomBackend
 from sayuri_async.net.identity import NetworkId, check_file, file_sha256, sidecar_path
 from sayuri_async.net.swap import SwappableBackend
-from sayuri_async.search.mcts import SearchConfig
+from sayuri_async.search.config import SearchConfig
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.follow import WeightsFollower, newest_weights
 from sayuri_async.selfplay.status import EngineSettings, Status

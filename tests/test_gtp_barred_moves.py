@@ -23,7 +23,8 @@ from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game
 from sayuri_async.net.backends import NetOutput, RandomBackend
 from sayuri_async.encoders.benson import opponent_safe_points, pass_alive_idle
-from sayuri_async.search.mcts import Search, SearchConfig
+from sayuri_async.search.config import SearchConfig
+from sayuri_async.search.mcts import Search
 from sayuri_async.search.root import child_index
 
 from helpers_search import InstantEvaluator

@@ -10,7 +10,8 @@ from sayuri_async.go import board as B
 from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game
 from sayuri_async.search import gumbel as G
-from sayuri_async.search.mcts import Search, SearchConfig
+from sayuri_async.search.config import SearchConfig
+from sayuri_async.search.mcts import Search
 
 from helpers_search import InstantEvaluator, material
 

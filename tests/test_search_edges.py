@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from sayuri_async.go.game import Game
-from sayuri_async.search.mcts import Search, SearchConfig
+from sayuri_async.search.config import SearchConfig
+from sayuri_async.search.mcts import Search
 from sayuri_async.search.tree import EDGE_DTYPE, NODE_DTYPE
 from sayuri_async.selfplay.config import SelfplayConfig
 

@@ -20,7 +20,8 @@ from sayuri_async.go import board as B
 from sayuri_async.go.coords import vertex_to_action
 from sayuri_async.go.game import Game
 from sayuri_async.encoders.benson import pass_alive_idle
-from sayuri_async.search.mcts import Search, SearchConfig
+from sayuri_async.search.config import SearchConfig
+from sayuri_async.search.mcts import Search
 
 from helpers_search import InstantEvaluator
 

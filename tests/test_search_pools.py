@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from sayuri_async.go.game import Game
-from sayuri_async.search.mcts import Search, SearchConfig
+from sayuri_async.search.config import SearchConfig
+from sayuri_async.search.mcts import Search
 from sayuri_async.search.pools import MB, size_pools
 
 from helpers_search import InstantEvaluator, check_tree, material

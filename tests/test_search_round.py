@@ -14,7 +14,8 @@ from sayuri_async.infer.cache import NNCache, capacity_for
 from sayuri_async.net.backends import RandomBackend
 from sayuri_async.encoders import get_encoder
 from sayuri_async.search import mcts
-from sayuri_async.search.mcts import Search, SearchConfig
+from sayuri_async.search.config import SearchConfig
+from sayuri_async.search.mcts import Search
 from sayuri_async.infer.cache import cache_key
 from sayuri_async.selfplay.config import SelfplayConfig
 

@@ -15,7 +15,7 @@ from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.report import PlainReporter
 from sayuri_async.selfplay.runner import run_inprocess
 from sayuri_async.chunkfile import ChunkError, read_chunk
-from sayuri_async.search.mcts import SearchConfig
+from sayuri_async.search.config import SearchConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ from sayuri_async.selfplay.report import (Figures, PlainReporter, aggregate, dev
                                           games_needed, summary_lines)
 from sayuri_async.selfplay import runner
 from sayuri_async.selfplay.status import EngineSettings, Status
-from sayuri_async.search.mcts import SearchConfig
+from sayuri_async.search.config import SearchConfig
 
 SHIPPED_9X9 = shipped.SHIPPED[9]
 

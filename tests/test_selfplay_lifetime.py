@@ -15,7 +15,7 @@ from sayuri_async.lifetime import descendant_pids
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.runner import run_selfplay
 from sayuri_async.selfplay.writer import ChunkWriter
-from sayuri_async.search.mcts import SearchConfig
+from sayuri_async.search.config import SearchConfig
 from test_selfplay import _alive, _records, check_chunk
 
 ROOT = Path(__file__).resolve().parents[1]

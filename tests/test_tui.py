@@ -13,7 +13,7 @@ from rich.console import Console
 
 from sayuri_async.infer.stats import FLUSH_REASONS, HIST_BINS, Counters
 from sayuri_async.net.backends import RandomBackend
-from sayuri_async.search.mcts import SearchConfig
+from sayuri_async.search.config import SearchConfig
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.engine import Engine
 from sayuri_async.selfplay.game import LiveGame

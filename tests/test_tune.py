@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sayuri_async.infer.stats import HIST_BINS, Counters
-from sayuri_async.search.mcts import SearchConfig
+from sayuri_async.search.config import SearchConfig
 from sayuri_async.selfplay.config import SelfplayConfig
 from sayuri_async.selfplay.status import EngineSettings, Status
 from sayuri_async.selfplay.tune import (

@@ -66,7 +66,7 @@ def capture(a) -> None:
     import asyncio
 
     from sayuri_async.search import mcts
-    from sayuri_async.search.mcts import SearchConfig
+    from sayuri_async.search.config import SearchConfig
     from sayuri_async.selfplay.config import SelfplayConfig
     from sayuri_async.selfplay.engine import Engine
     from sayuri_async.selfplay.runner import install_uvloop, make_engine_backend

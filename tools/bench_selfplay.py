@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sayuri_async.infer.stats import add_efficiency, rates  # noqa: E402
-from sayuri_async.search.mcts import SearchConfig  # noqa: E402
+from sayuri_async.search.config import SearchConfig  # noqa: E402
 from sayuri_async.selfplay.config import SelfplayConfig  # noqa: E402
 from sayuri_async.selfplay.report import aggregate  # noqa: E402
 from sayuri_async.selfplay.status import Status  # noqa: E402

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sayuri_async.search.mcts import SearchConfig  # noqa: E402
+from sayuri_async.search.config import SearchConfig  # noqa: E402
 from sayuri_async.selfplay.config import SelfplayConfig  # noqa: E402
 from sayuri_async.selfplay.tune import MeasureSpec, Point, Result, engine_measure  # noqa: E402
 

@@ -93,7 +93,7 @@ def reuse_figures(new_positions: int, steps: int, batch: int, rehearsal_fraction
 def load_loop_config(path: str):
     """(LoopConfig, SelfplayConfig, TrainConfig) from one TOML file with
     ``[loop]``, ``[selfplay]``, ``[search]`` and the trainer's sections."""
-    from ..search.mcts import SearchConfig
+    from ..search.config import SearchConfig
     from ..selfplay.config import SelfplayConfig
     from ..train.config import from_dict
 

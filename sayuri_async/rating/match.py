@@ -213,7 +213,8 @@ class NetPlayer(Player):
     def __init__(self, name: str, backend, playouts: int, gumbel: bool, resign: float, batch_size: int,
                  opening_moves: int = 0, reuse_tree: bool = True) -> None:
         from ..infer.worker import Worker
-        from ..search.mcts import Search, SearchConfig
+        from ..search.config import SearchConfig
+        from ..search.mcts import Search
         from ..search.pools import match_edges
 
         self.name = name

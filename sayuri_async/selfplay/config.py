@@ -47,7 +47,7 @@ from typing import Literal
 from ..configfile import (SEED_RANGE, Bad, CommandLine, at_least, between, check_tables, fill, read_toml, require,
                           within)
 from ..encoders import ENCODERS
-from ..search.mcts import SearchConfig
+from ..search.config import SearchConfig
 from ..search.pools import selfplay_edges
 
 

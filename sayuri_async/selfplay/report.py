@@ -496,7 +496,7 @@ class PlainReporter:
 
     def __init__(self, every: float = 2.0, stream=None, devices: int = 1, leaves_per_await: int | None = None) -> None:
         if leaves_per_await is None:
-            from ..search.mcts import SearchConfig
+            from ..search.config import SearchConfig
 
             leaves_per_await = SearchConfig().leaves_per_await
         self.leaves = leaves_per_await
