@@ -5,9 +5,9 @@ runs alternating, so that the machine's drift falls on both alike.
 Each run is the demo's own command (``sayuri-async selfplay --config
 configs/selfplay-9x9.toml --weights WEIGHTS --num-games N``, WEIGHTS the
 shipped 9x9 network, ``sayuri_async.net.shipped.SHIPPED[9]``, which the
-Makefile's ``demo`` recipe names too) with ``--no-tui`` and a fresh output folder, run from the
-checkout itself (``new``) or from a worktree of ``--old`` (``old``), with the
-same Python. Per run it reports:
+Makefile's ``demo`` recipe names too) with ``--no-tui`` and a fresh
+output folder, run from the checkout itself (``new``) or from a worktree
+of ``--old`` (``old``), with the same Python. Per run it reports:
 
 - ``positions_s``: positions written over the engines' elapsed time (from
   their start, after the device's measurement), the rate the summary shows;

@@ -26,9 +26,9 @@ from typing import ClassVar
 import numpy as np
 
 from ..configfile import at_least, between, require, within
-from . import tree
 from .pools import DEFAULT_EDGE_CAPACITY
-from .tree import MAX_LEAVES, N_PARAMS, P_C_BASE, P_C_INIT, P_EDGES_PER_EXPANSION, P_FPU_REDUCTION, P_FPU_ROOT
+from .tree import (MAX_ACTIONS, MAX_LEAVES, N_PARAMS, P_C_BASE, P_C_INIT, P_EDGES_PER_EXPANSION, P_FPU_REDUCTION,
+                   P_FPU_ROOT, P_RANDOM_SYMMETRY)
 
 MAX_POOL_ENTRIES = 1 << 30  # edges or node records of one tree (12 GB of edges)
 MAX_TREE_MEMORY_MB = 1 << 20  # a tree's memory budget (1 TiB: pools grow on demand up to it)
@@ -68,8 +68,8 @@ class SearchConfig:
         # upper bounds: no setting asks for unbounded memory (pools of 12 and 24 bytes an entry, per game)
         between(self, 0, MAX_POOL_ENTRIES, "edge_capacity", "search_edges", "node_records")
         between(self, 0, MAX_TREE_MEMORY_MB, "tree_memory_mb")
-        within(self, f"[0, {tree.MAX_ACTIONS}]", "edges_per_expansion")
-        within(self, f"[1, {tree.MAX_ACTIONS}]", "gumbel_considered_moves")
+        within(self, f"[0, {MAX_ACTIONS}]", "edges_per_expansion")
+        within(self, f"[1, {MAX_ACTIONS}]", "gumbel_considered_moves")
         between(self, 0, 100, "c_init")
         within(self, "(0, 1e12]", "c_base")
         between(self, -10, 10, "fpu_reduction", "fpu_root")
@@ -87,6 +87,6 @@ class SearchConfig:
         p[P_C_BASE] = self.c_base
         p[P_FPU_REDUCTION] = self.fpu_reduction
         p[P_FPU_ROOT] = self.fpu_root
-        p[tree.P_RANDOM_SYMMETRY] = 1.0 if self.random_symmetry else 0.0
+        p[P_RANDOM_SYMMETRY] = 1.0 if self.random_symmetry else 0.0
         p[P_EDGES_PER_EXPANSION] = self.edges_per_expansion
         return p
