@@ -24,7 +24,8 @@ from sayuri_async.cluster.ingest import EXISTS, WRITTEN, Ingest, IngestStats
 from sayuri_async.cluster.ledger import Done
 from sayuri_async.cluster.nodes import (AUTH_MODE, WORKER_NICENESS, head_command, join_command, mismatch_line, ray_env,
                                         use_one_auth_mode)
-from sayuri_async.cluster.spool import LOCK, Spool, Uploader
+from sayuri_async.cluster import spool as spool_module
+from sayuri_async.cluster.spool import LOCK, Spool, Uploader, finished_files
 from sayuri_async.cluster.store import WeightStore
 from sayuri_async.cluster.view import ClusterView
 from sayuri_async.infer.stats import Counters
@@ -95,6 +96,25 @@ def test_the_uploader_deletes_only_acknowledged_files_and_adopts_dead_spools(tmp
     assert got == {"chunk-mine.npz": b"mine", "chunk-old.npz": b"old"}  # not the live actor's, not the temp
     assert not dead.exists() and (alive / "data" / "chunk-alive.npz").exists() and up.uploaded == 2
     os.close(fd)
+    spool.close()
+
+
+def test_a_spool_file_removed_while_it_is_listed_is_skipped_not_an_error(tmp_path, monkeypatch):
+    """The uploader thread deletes acknowledged files while status() counts them."""
+    spool = Spool(tmp_path / "spool", "engine-me-0")
+    for name in ("chunk-a.npz", "chunk-b.npz"):
+        (spool.folder / "data" / name).write_bytes(b"x")
+    real_scandir = os.scandir
+
+    def scandir_then_remove(path):
+        entries = list(real_scandir(path))
+        gone = Path(path) / "chunk-a.npz"
+        if gone.exists():
+            gone.unlink()  # removed after the listing, before its stat
+        return iter(entries)
+
+    monkeypatch.setattr(spool_module.os, "scandir", scandir_then_remove)
+    assert [p.name for _, p in finished_files(spool.folder)] == ["chunk-b.npz"]
     spool.close()
 
 

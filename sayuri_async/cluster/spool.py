@@ -74,9 +74,14 @@ def finished_files(folder: Path) -> list[tuple[str, Path]]:
         except OSError:
             continue
         for e in entries:
-            if not e.name.startswith(".") and e.is_file():
-                out.append((kind, Path(e.path)))
-    return sorted(out, key=lambda kp: kp[1].stat().st_mtime_ns if kp[1].exists() else 0)
+            if e.name.startswith("."):
+                continue
+            try:  # the uploader may remove a file between the listing and its stat
+                if e.is_file():
+                    out.append((e.stat().st_mtime_ns, kind, Path(e.path)))
+            except FileNotFoundError:
+                continue
+    return [(kind, path) for _, kind, path in sorted(out)]
 
 
 class Spool:
