@@ -1,7 +1,8 @@
 """``sayuri-async rate`` (``sayuri_async.rating``): the pool file, the
 schedule, a pool stopped after k games that continues without playing them
 again, refusals of a record of other settings, and the search settings a
-player carries (tree reuse off starts every move from an empty tree).
+player carries (tree reuse off starts every move from an empty tree), and
+the games `--sgf` saves.
 
 The pools are three random-network players on 7x7 at 4 playouts: a game
 takes a fraction of a second.
@@ -164,6 +165,22 @@ def test_a_pool_stopped_after_k_games_continues_without_playing_them_again(tmp_p
     assert len(played) == 9
     assert rate_cli.main([str(path), "--out", str(out), "--games", "3"]) == 0
     assert len(played) == 9
+
+
+def test_sgf_saves_every_game_of_a_pool_with_its_players_and_result(tmp_path, capsys):
+    path = pool_file(tmp_path)
+    out, games = tmp_path / "pool", tmp_path / "games"
+    games.write_text("a file")
+    assert rate_cli.main([str(path), "--out", str(out), "--games", "1", "--sgf", str(games)]) == 2
+    assert capsys.readouterr().err.strip() == f"sayuri-async rate: --sgf {games}: not a folder"
+    games.unlink()
+    assert rate_cli.main([str(path), "--out", str(out), "--games", "1", "--sgf", str(games)]) == 0
+    done = json.loads(Path(f"{out}.json").read_text())
+    names = sorted(p.name for p in games.iterdir())
+    assert names == sorted(f"{g['x']}-vs-{g['y']}-{g['k']:04d}.sgf" for g in done["games"]) and len(names) == 3
+    for g in done["games"]:
+        text = (games / f"{g['x']}-vs-{g['y']}-{g['k']:04d}.sgf").read_text()
+        assert f"PB[{g['x']}]" in text and f"PW[{g['y']}]" in text and f"RE[{g['result']}]" in text
 
 
 def test_the_tables_hold_ratings_intervals_and_pairs(tmp_path):

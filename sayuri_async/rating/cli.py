@@ -19,6 +19,8 @@ resume      the same command run again plays only the games ``OUT.json``
             of the finished games written, also when a script started it in
             the background with SIGINT ignored
             (``lifetime.ctrl_c_interrupts``).
+games       with ``--sgf FOLDER`` every game played is also saved there,
+            ``X-vs-Y-K.sgf`` (X has black when K is even), with its result.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from pathlib import Path
 from ..configfile import from_options
 from ..fileio import write_text_atomic
 from ..lifetime import ctrl_c_interrupts
-from ..usererror import ArgumentParser, answered, check_device, output_file
+from ..usererror import ArgumentParser, answered, check_device, output_file, output_folder
 from .players import PoolConfig, build_players, load_pool, spec_record
 from .pool import GameResult, Record, play_pool
 from .report import figures, markdown
@@ -47,6 +49,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--games", type=int, default=None, help="games a pair (default: the file's [pool] games)")
     p.add_argument("--concurrency", type=int, default=None, help="games at once (default: the file's)")
     p.add_argument("--fresh", action="store_true", help="start over even if OUT.json holds games of other settings")
+    p.add_argument("--sgf", default="", help="a folder for the games, one SGF each (X-vs-Y-K.sgf)")
     return p
 
 
@@ -64,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     json_path, md_path = out_paths(args.out)
     output_file(json_path, "--out", "logs/strength/pool", inputs=[args.pool])
     output_file(md_path, "--out", "logs/strength/pool", inputs=[args.pool])
+    sgf_dir = output_folder(args.sgf, "--sgf", inputs=[args.pool]) if args.sgf else None
     identities = {p.name: spec_record(p) for p in pf.players}
     settings = pf.pool.game_settings()
     record = Record(settings, identities) if args.fresh else Record.load(json_path, settings, identities)
@@ -89,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with ctrl_c_interrupts():  # also when started in the background by a script, with SIGINT ignored
         asyncio.run(play_pool(players, record, pf.pool.games, pf.pool.concurrency, on_game,
-                              pair_games=pf.pair_games))
+                              pair_games=pf.pair_games, sgf_dir=sgf_dir))
     fig = write()
     print(markdown(pf, fig))
     return 0

@@ -126,12 +126,13 @@ class Record:
 async def play_pool(players: dict[str, Player], record: Record, games: int, concurrency: int,
                     on_game: Callable[[GameResult], None] | None = None,
                     play: Callable[..., Awaitable[GameOutcome]] | None = None,
-                    pair_games: dict[tuple[str, str], int] | None = None) -> int:
+                    pair_games: dict[tuple[str, str], int] | None = None, sgf_dir: Path | None = None) -> int:
     """Play every game of the schedule of ``players`` (``games`` a pair, or
     ``pair_games``' own) that ``record`` lacks, ``concurrency`` at once,
     adding each to ``record`` and calling ``on_game`` as it finishes; the
     number of games played. ``play``: the game player (default
-    ``match.play_game``, or one of its signature)."""
+    ``match.play_game``, or one of its signature). With ``sgf_dir`` each
+    game is saved there as ``<X>-vs-<Y>-<k>.sgf`` (``match.play_game``)."""
     play = play or play_game
     s = record.settings
     planned = schedule(list(players), games, pair_games)
@@ -142,7 +143,7 @@ async def play_pool(players: dict[str, Player], record: Record, games: int, conc
 
     async def one(x: str, y: str, k: int) -> None:
         async with sem:
-            g = await play(players[x], players[y], k, openings[k // 2], s["board"], s["komi"], s["scoring"])
+            g = await play(players[x], players[y], k, openings[k // 2], s["board"], s["komi"], s["scoring"], sgf_dir)
             result = GameResult.from_outcome(x, y, k, g)
             record.add(result)
             if on_game is not None:
