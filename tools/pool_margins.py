@@ -28,6 +28,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from sayuri_async.sgf_import import parse_result
+
 
 def player_games(games: list[dict], player: str, against: str | None = None) -> list[tuple[float, dict]]:
     """``(the player's score, game)`` for each game it played (against
@@ -43,13 +45,9 @@ def player_games(games: list[dict], player: str, against: str | None = None) -> 
 
 def margin(result: str) -> float | None:
     """The points of a counted result (``0``, a draw, is 0), None for a
-    resignation, time or forfeit."""
-    if result in ("0", "Draw"):
-        return 0.0
-    try:
-        return float(result.split("+", 1)[1])
-    except (IndexError, ValueError):
-        return None
+    resignation, time or forfeit (``sgf_import.parse_result``)."""
+    parsed = parse_result(result)
+    return None if parsed is None else parsed.margin
 
 
 def endings(games: list[dict], player: str, against: str | None = None, close: float = 4.0) -> dict:
