@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from ..encoders.benson import opponent_safe_points
-from .tree import TAIL, tree_reset
+from .tree import TAIL, close_root_edges_at, tree_reset
 
 
 @njit(cache=True)
@@ -185,15 +185,7 @@ def close_barred_root_edges(ws, nodes, edges) -> int:
     barred = np.zeros(nn, np.uint8)
     if opponent_safe_points(rec, rec.to_move, barred) == 0:
         return 0
-    closed = 0
-    for i in range(root.first, root.first + root.nchild):
-        a = edges[i].action
-        if 0 <= a < nn and barred[a] and edges[i].prior >= 0.0:
-            edges[i].prior = -1.0
-            closed += 1
-    if closed and root.ordered > 0:
-        root.ordered = 0
-    return closed
+    return close_root_edges_at(nodes, edges, w.root_node, barred, nn)
 
 
 @njit(cache=True)

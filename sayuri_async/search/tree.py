@@ -240,10 +240,20 @@ def close_idle_root_edges(ws, nodes, edges) -> int:
     idle = w.leaf_idle
     if pass_alive_idle(rec, rec.to_move, idle) == 0:
         return 0
+    return close_root_edges_at(nodes, edges, w.root_node, idle, nn)
+
+
+@njit(cache=True)
+def close_root_edges_at(nodes, edges, root_node, points, nn) -> int:
+    """Give the edges of node ``root_node`` whose move is one of the first
+    ``nn`` entries of ``points`` marked nonzero prior -1 (closed: selection
+    skips them), and drop its selection order if it closed any. Pass is
+    never closed. Returns how many it closed."""
+    root = nodes[root_node]
     closed = 0
     for i in range(root.first, root.first + root.nchild):
         a = edges[i].action
-        if 0 <= a < nn and idle[a] and edges[i].prior >= 0.0:
+        if 0 <= a < nn and points[a] and edges[i].prior >= 0.0:
             edges[i].prior = -1.0
             closed += 1
     if closed and root.ordered > 0:

@@ -39,7 +39,7 @@ from rich.text import Text
 
 from .config import SelfplayConfig
 from .keys import FIELDS, HELP, KeyHandler, KeyReader
-from .curve_view import curve_lines
+from .curve_view import curve_lines, fine_bar
 from .report import (
     LOOP_SATURATED, Figures, History, Verdict, Window, aggregate, diagnose, games_needed, summary_lines,
 )
@@ -69,12 +69,6 @@ def sparkline(values: list[float], width: int = 24) -> str:
     if top <= 0:
         return SPARK[0] * len(values)
     return "".join(SPARK[min(int(v / top * (len(SPARK) - 1) + 0.5), len(SPARK) - 1)] for v in values)
-
-
-def bar(frac: float, width: int = 20) -> str:
-    frac = min(max(frac, 0.0), 1.0)
-    full = int(frac * width + 0.5)
-    return "█" * full + "·" * (width - full)
 
 
 def histogram_bins(hist, batch_size: int, bins: int = 8) -> list[tuple[str, int]]:
@@ -397,7 +391,7 @@ class TuiReporter:
         def row(label: str, frac: float | None, tail: str, style: str = "green") -> None:
             t = Text(f"{label:<22}")
             if frac is not None:
-                t.append(bar(frac, bw), style=style)
+                t.append(fine_bar(frac, bw), style=style)
                 t.append(f" {frac:4.0%}")
             t.append(tail)
             lines.append(t)
@@ -448,7 +442,7 @@ class TuiReporter:
         lines = [Text("batch sizes (last 5 s)", style="bold")]
         for label, n in bins:
             t = Text(f"{label:>9} ")
-            t.append(bar(n / total, bw), style="cyan")
+            t.append(fine_bar(n / total, bw), style="cyan")
             t.append(f" {n:>7}")
             lines.append(t)
         return lines
@@ -469,7 +463,7 @@ class TuiReporter:
         for key, label in (("full", "full"), ("waiting", "all waiting"), ("timeout", "timeout")):
             x = share.get(key, 0.0)
             t = Text(f"{label:<12}")
-            t.append(bar(x, bw), style="magenta")
+            t.append(fine_bar(x, bw), style="magenta")
             t.append(f" {x:4.0%}")
             lines.append(t)
         return lines
