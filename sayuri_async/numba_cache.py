@@ -36,9 +36,12 @@ checked     bounds-checked code (``NUMBA_BOUNDSCHECK`` set to a non-zero
             normal runs and unchecked code to checked ones.
 uncompiled  modules with compiled code but no cached machine code yet (a
             fresh install or cache folder, or sources edited since): the
-            first command to use them compiles them, and ``compile_notice``
-            says so in one line beforehand, naming the cache's folder when
-            it is not the package's.
+            first command to call a function of theirs compiles it, and
+            ``compile_notice`` names them in one line beforehand, with the
+            cache's folder when it is not the package's. A module whose
+            functions a command never calls stays uncompiled, so the notice
+            names it again at the next start: it says it compiles what the
+            command uses of them, which may be nothing.
 ``sayuri_async.precompile`` fills the cache during set-up.
 """
 from __future__ import annotations
@@ -285,7 +288,8 @@ def compile_notice(stream=None) -> bool:
         print(f"compiling {len(missing)} module(s) of compiled code with numba (several minutes): the cache is "
               f"{where_text()}", file=stream or sys.stderr, flush=True)
         return True
-    print(f"compiling {len(missing)} module(s) of compiled code with numba ({', '.join(missing)}), several "
-          f"minutes: this happens once, later starts load the cache, kept {where_text()} "
-          f"(`python -m sayuri_async.precompile` does it ahead of time)", file=stream or sys.stderr, flush=True)
+    print(f"compiling with numba what this command uses of {len(missing)} module(s) with no cached machine code "
+          f"({', '.join(missing)}), up to several minutes: each function compiles once, later starts load the "
+          f"cache, kept {where_text()} (`python -m sayuri_async.precompile` compiles them all ahead of time)",
+          file=stream or sys.stderr, flush=True)
     return True
