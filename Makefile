@@ -22,7 +22,7 @@ $(TEST_STAMP): $(STAMP)
 	touch $(TEST_STAMP)
 
 demo: $(STAMP)
-	$(BIN)/sayuri-async selfplay --config configs/selfplay-9x9.toml --weights weights/9x9/distil-continue-g4-6b96c.safetensors --num-games 24
+	$(BIN)/sayuri-async selfplay --config configs/selfplay-9x9.toml --weights weights/9x9/distil-continue-g3-6b96c.safetensors --num-games 24
 
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q

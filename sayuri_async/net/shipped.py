@@ -21,7 +21,7 @@ import numpy as np
 from .backends import Backend, NetOutput
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED: dict[int, Path] = {9: REPO / "weights" / "9x9" / "distil-continue-g4-6b96c.safetensors"}
+SHIPPED: dict[int, Path] = {9: REPO / "weights" / "9x9" / "distil-continue-g3-6b96c.safetensors"}
 
 
 def shipped_weights(size: int) -> Path | None:
